@@ -1,0 +1,145 @@
+"""The `kvlint` command: `check`, `rules`, `explain`. It parses arguments, calls the
+runner, prints a format; it analyses nothing itself.
+
+Exit status: 0 no findings, 1 findings, 2 usage or configuration error, 130 on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from kvlint import __version__
+from kvlint.config import Config, ConfigError, load_config
+from kvlint.output import FORMATS
+from kvlint.rules import RULES
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits 2 with a one-line message (it already does) and never 1."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="kvlint", description="Static invariant checker for vLLM KV-connector outputs.")
+    parser.add_argument("--version", action="version", version=f"kvlint {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    check = commands.add_parser("check", help="report findings in files or directories (the pre-commit hook)")
+    check.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="files or directories (default: .)")
+    check.add_argument("--format", choices=sorted(FORMATS), default="text", help="output format (default: text)")
+    check.add_argument("--select", type=_codes, help="comma-separated codes or prefixes to report")
+    check.add_argument("--ignore", type=_codes, help="comma-separated codes or prefixes not to report")
+    check.add_argument("--config", type=Path, metavar="FILE", help="read [tool.kvlint] / [kvlint] from this file")
+    check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    check.add_argument("--jobs", "-j", type=_positive, metavar="N", help="worker processes (default: CPU count)")
+    check.add_argument("--verbose", "-v", action="store_true", help="show tracebacks of internal errors")
+
+    commands.add_parser("rules", help="list every rule")
+    explain = commands.add_parser("explain", help="print a rule's documentation")
+    explain.add_argument("code", metavar="CODE")
+    return parser
+
+
+def _codes(value: str) -> tuple[str, ...]:
+    codes = tuple(part.strip().upper() for part in value.replace(" ", ",").split(",") if part.strip())
+    for code in codes:
+        if not code.startswith("KVC") or not code[3:].isdigit() and code != "KVC":
+            raise argparse.ArgumentTypeError(f"not a kvlint code or prefix: {code!r}")
+    return codes
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return number
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        sys.stderr.write("kvlint: interrupted\n")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # stdout was closed early (`kvlint check | head`): not an error of ours
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_CLEAN
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "rules":
+        return _rules()
+    if args.command == "explain":
+        return _explain(args.code)
+    if args.command == "check":
+        return _check(args)
+    parser.print_help()
+    return EXIT_USAGE
+
+
+def _rules() -> int:
+    width = max(len(rule.name) for rule in RULES.values())
+    for rule in RULES.values():
+        sys.stdout.write(f"{rule.code}  {rule.name:<{width}}  {rule.summary}\n")
+    return EXIT_CLEAN
+
+
+def _explain(code: str) -> int:
+    rule = RULES.get(code.upper())
+    if rule is None:
+        sys.stderr.write(f"kvlint: unknown rule {code!r}; `kvlint rules` lists them\n")
+        return EXIT_USAGE
+    sys.stdout.write(rule.documentation())
+    return EXIT_CLEAN
+
+
+def _load(args: argparse.Namespace) -> Config | None:
+    """Load the configuration and apply the command-line overrides; None after reporting an error."""
+    import dataclasses
+
+    try:
+        config = load_config(args.paths, args.config)
+    except ConfigError as exc:
+        sys.stderr.write(f"kvlint: {exc}\n")
+        return None
+    overrides = {}
+    if args.select is not None:
+        overrides["select"] = args.select
+    if args.ignore is not None:
+        overrides["ignore"] = args.ignore
+    return dataclasses.replace(config, **overrides) if overrides else config
+
+
+def _check(args: argparse.Namespace) -> int:
+    from kvlint.runner import run
+
+    config = _load(args)
+    if config is None:
+        return EXIT_USAGE
+    missing = [path for path in args.paths if not os.path.lexists(path)]
+    for path in missing:
+        sys.stderr.write(f"kvlint: {path}: no such file or directory\n")
+    if missing:
+        return EXIT_USAGE
+    result = run(args.paths, config, jobs=args.jobs)
+    sys.stdout.write(FORMATS[args.format](result.findings))
+    if args.verbose:
+        for report in result.reports:
+            if report.traceback:
+                sys.stderr.write(f"--- traceback for {report.display_path}\n{report.traceback}")
+    if result.findings and not args.exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_CLEAN

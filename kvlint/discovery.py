@@ -1,0 +1,216 @@
+"""Turn command-line paths into the files to check, never opening a FIFO or device nor
+following a directory symlink, and name every file that could not be checked."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Generator, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kvlint.config import Config
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+SKIPPED_DIRECTORIES = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".bzr",
+        ".eggs",
+        ".venv",
+        "venv",
+        "__pycache__",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".tox",
+        ".nox",
+        "build",
+        "dist",
+        "node_modules",
+        "site-packages",
+    }
+)
+
+_REASONS = {
+    errno.ENOENT: "no such file or directory",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.ELOOP: "symlink loop",
+    errno.ENOTDIR: "not a directory",
+    errno.ENAMETOOLONG: "file name too long",
+}
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A regular file to check."""
+
+    path: Path
+    display_path: str
+
+
+@dataclass(frozen=True)
+class UnreadablePath:
+    """A path that should have been checked but cannot be; reported as KVC901."""
+
+    path: Path
+    display_path: str
+    reason: str
+
+
+def display_path(path: Path, cwd: Path | None = None) -> str:
+    """Return `path` relative to `cwd` when under it, else absolute, with `/` separators."""
+    base = os.path.abspath(cwd if cwd is not None else os.getcwd())
+    absolute = os.path.normpath(os.path.join(base, path))
+    try:
+        relative = os.path.relpath(absolute, base)
+    except ValueError:
+        return Path(absolute).as_posix()
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+        return Path(absolute).as_posix()
+    return Path(relative).as_posix()
+
+
+def _reason(exc: OSError) -> str:
+    if exc.errno in _REASONS:
+        return _REASONS[exc.errno]
+    return (exc.strerror or str(exc) or type(exc).__name__).lower()
+
+
+def _stat_reason(path: str) -> tuple[os.stat_result | None, str]:
+    """Stat `path` following symlinks; on failure say why in one line."""
+    try:
+        return os.stat(path), ""
+    except OSError as exc:
+        if exc.errno == errno.ENOENT and os.path.islink(path):
+            return None, "dangling symlink"
+        return None, _reason(exc)
+
+
+def _is_skipped_directory(path: str, name: str) -> bool:
+    if name in SKIPPED_DIRECTORIES or name.endswith(".egg-info"):
+        return True
+    return os.path.lexists(os.path.join(path, "pyvenv.cfg"))
+
+
+def iter_python_files(
+    paths: Sequence[Path], config: Config
+) -> Iterator[SourceFile | UnreadablePath]:
+    """Yield the files to check under `paths`, and the paths that cannot be checked."""
+    walker = _Walker(config)
+    for given in paths or [Path(os.curdir)]:
+        path = os.fspath(given)
+        if config.is_excluded(Path(path)):
+            continue
+        info, reason = _stat_reason(path)
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            yield from walker.walk(path)
+        else:
+            yield from walker.emit(path, info, reason)
+
+
+class _Walker:
+    """Walk directories in sorted order, remembering what was already yielded."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.seen: set[str] = set()
+        self.walked: set[str] = set()
+
+    def emit(
+        self, path: str, info: os.stat_result | None, reason: str
+    ) -> Iterator[SourceFile | UnreadablePath]:
+        """Yield `path` once, as a SourceFile if it is a regular file."""
+        key = os.path.realpath(path) if info is not None else os.path.abspath(path)
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        shown = display_path(Path(path))
+        if info is None:
+            yield UnreadablePath(Path(path), shown, reason)
+        elif stat.S_ISREG(info.st_mode):
+            yield SourceFile(Path(path), shown)
+        else:
+            yield UnreadablePath(Path(path), shown, "not a regular file")
+
+    def walk(self, top: str) -> Iterator[SourceFile | UnreadablePath]:
+        """Yield the Python files under `top`, depth first in name order."""
+        stack: list[Iterator[os.DirEntry[str]]] = []
+        yield from self._enter(top, stack)
+        while stack:
+            entry = next(stack[-1], None)
+            if entry is None:
+                stack.pop()
+                continue
+            subdirectory = yield from self._visit(entry)
+            if subdirectory is not None:
+                yield from self._enter(subdirectory, stack)
+
+    def _enter(
+        self, directory: str, stack: list[Iterator[os.DirEntry[str]]]
+    ) -> Iterator[UnreadablePath]:
+        """Push the sorted entries of `directory`, or yield why it cannot be listed."""
+        real = os.path.realpath(directory)
+        if real in self.walked:
+            return
+        self.walked.add(real)
+        try:
+            with os.scandir(directory) as scan:
+                entries = sorted(scan, key=lambda entry: entry.name)
+        except OSError as exc:
+            yield UnreadablePath(Path(directory), display_path(Path(directory)), _reason(exc))
+            return
+        stack.append(iter(entries))
+
+    def _visit(
+        self, entry: os.DirEntry[str]
+    ) -> Generator[SourceFile | UnreadablePath, None, str | None]:
+        """Yield the entry if it is a Python file; return it if it is a directory to walk."""
+        try:
+            is_link = entry.is_symlink()
+            is_dir = not is_link and entry.is_dir(follow_symlinks=False)
+        except OSError as exc:
+            if entry.name.endswith(PYTHON_SUFFIXES):
+                yield from self.emit(entry.path, None, _reason(exc))
+            return None
+        if is_dir:
+            if _is_skipped_directory(entry.path, entry.name):
+                return None
+            if self.config.is_excluded(Path(entry.path)):
+                return None
+            return entry.path
+        if not entry.name.endswith(PYTHON_SUFFIXES) or self.config.is_excluded(Path(entry.path)):
+            return None
+        if is_link:
+            info, reason = _stat_reason(entry.path)
+            if info is not None and stat.S_ISDIR(info.st_mode):
+                return None
+        else:
+            try:
+                info, reason = entry.stat(follow_symlinks=False), ""
+            except OSError as exc:
+                info, reason = None, _reason(exc)
+        yield from self.emit(entry.path, info, reason)
+        return None
+
+
+def read_source(path: Path) -> bytes:
+    """Read a regular file's bytes without blocking on a FIFO or device."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    flags |= getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

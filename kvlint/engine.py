@@ -1,0 +1,333 @@
+"""The one analysis engine every face calls: bytes in, sites and findings out.
+
+A file goes through: decode -> byte scan (does it mention any configured
+name?) -> `ast.parse` (fast; syntax errors positioned as CPython gives them,
+the import table, the tree index) -> libcst over only the statements that
+mention a configured name (the rest are blanked, keeping line numbers) ->
+one flow analysis -> rule predicates -> `# noqa`. Broken input becomes a
+KVC900/KVC902 finding; nothing here prints, exits or writes.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import sys
+import threading
+import tokenize
+import traceback
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kvlint.config import Config
+from kvlint.findings import Finding
+from kvlint.names import ImportTable
+from kvlint.noqa import is_suppressed, noqa_line_mapping
+from kvlint.rules import INTERNAL_ERROR, SYNTAX_ERROR, site_rules
+from kvlint.sites import Site
+from kvlint.tree_index import FunctionReturn, TreeIndex, index_entries
+
+MAX_NESTING_DEPTH = 400  # libcst's native parser overflows its stack far below what CPython accepts
+ANALYSIS_STACK_BYTES = 256 * 1024 * 1024  # the flow analysis recurses on expression depth
+ANALYSIS_RECURSION_LIMIT = 20_000
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+class SourceError(Exception):
+    """The file cannot be decoded or parsed; carries a one-line message and a position."""
+
+    def __init__(self, message: str, line: int = 1, column: int = 0):
+        super().__init__(message)
+        self.message = message
+        self.line = max(line, 1)
+        self.column = max(column, 0)
+
+
+@dataclass
+class PreparedFile:
+    """A file after the cheap stage: decoded, `ast`-parsed, indexed; ready for libcst."""
+
+    display_path: str
+    module_name: str
+    text: str = ""
+    lines: list[str] = field(default_factory=list)
+    imports: ImportTable = field(default_factory=ImportTable)
+    functions: list[FunctionReturn] = field(default_factory=list)
+    segments: list[tuple[int, int, int]] = field(default_factory=list)  # (first, last, parent) of each unit
+    relevant: bool = False
+    error: Finding | None = None
+
+
+@dataclass(frozen=True)
+class FileReport:
+    """What the engine learnt about one file."""
+
+    display_path: str
+    sites: tuple[Site, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    analysed: bool = False  # parsed with libcst and run through the flow analysis
+    traceback: str = ""  # for KVC902, shown with --verbose
+
+
+def split_lines(text: str) -> list[str]:
+    """Split like Python's tokenizer: only \\r\\n, \\r and \\n end a line (not \\f or \\x1c)."""
+    return _LINE.findall(text)
+
+
+def decode_source(data: bytes) -> str:
+    """Decode source bytes as Python does (BOM, coding cookie, UTF-8 default)."""
+    nul = data.find(b"\0")
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        raise SourceError("cannot parse: source contains a NUL byte", line, nul - (data.rfind(b"\n", 0, nul) + 1))
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise SourceError(f"cannot decode: {exc.msg if hasattr(exc, 'msg') else exc}") from None
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as exc:
+        if isinstance(exc, UnicodeDecodeError):
+            line = data.count(b"\n", 0, exc.start) + 1
+            column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1)
+            raise SourceError(f"cannot decode as {encoding}: {exc.reason} at byte {exc.start}", line, column) from None
+        raise SourceError(f"cannot decode: unknown encoding {encoding!r}") from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def mentions_any(data: bytes | str, names: Iterable[str]) -> bool:
+    """The byte scan: can this file concern kvlint at all?"""
+    if isinstance(data, bytes):
+        return any(name.encode() in data for name in names)
+    return any(name in data for name in names)
+
+
+def module_name_for(path: Path) -> tuple[str, bool]:
+    """Return the dotted module name of a file (walking up `__init__.py` packages) and whether it is a package."""
+    path = path.resolve() if path.is_absolute() else Path.cwd().joinpath(path).resolve()
+    is_package = path.stem == "__init__"
+    parts: list[str] = [] if is_package else [path.stem]
+    directory = path.parent
+    while (directory / "__init__.py").is_file() and directory.parent != directory:
+        parts.append(directory.name)
+        directory = directory.parent
+    return ".".join(reversed(parts)), is_package
+
+
+def _nesting_depth(tree: ast.AST) -> int:
+    """Return the maximum depth of an ast, iteratively."""
+    deepest = 0
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > deepest:
+            deepest = depth
+            if deepest > MAX_NESTING_DEPTH:
+                return deepest
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
+def _first_line(node: ast.stmt) -> int:
+    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+
+
+def _segments(tree: ast.Module) -> list[tuple[int, int, int]]:
+    """Return (first, last, parent) line ranges of each top-level unit; methods of a
+    class are units of their own whose parent is the class header's unit (-1: none)."""
+    ranges: list[tuple[int, int, int]] = []
+    for node in tree.body:
+        first, last = _first_line(node), node.end_lineno or node.lineno
+        if isinstance(node, ast.ClassDef) and len(node.body) > 1:
+            header = len(ranges)
+            ranges.append((first, max(first, _first_line(node.body[0]) - 1), -1))
+            for member in node.body:
+                ranges.append((_first_line(member), member.end_lineno or member.lineno, header))
+        else:
+            ranges.append((first, last, -1))
+    return ranges
+
+
+def prepare_source(
+    data: bytes, display_path: str, config: Config, module_name: str = "", is_package: bool = False,
+    extra_names: Iterable[str] = (),
+) -> PreparedFile:
+    """The cheap stage: decode, scan, `ast.parse`, import table and index entries."""
+    prepared = PreparedFile(display_path, module_name)
+    names = (*config.names(), *extra_names)
+    if not mentions_any(data, names):
+        return prepared
+    try:
+        text = decode_source(data)
+        prepared.text = text
+        if not mentions_any(text, names):
+            return prepared
+        prepared.relevant = True
+        tree = _parse_ast(text)
+        depth = _nesting_depth(tree)
+        if depth > MAX_NESTING_DEPTH:
+            raise SourceError(f"cannot parse: nesting deeper than {MAX_NESTING_DEPTH} levels is not analysed")
+    except SourceError as exc:
+        prepared.error = Finding(display_path, exc.line, exc.column, SYNTAX_ERROR, exc.message, exc.line, exc.column)
+        return prepared
+    prepared.lines = split_lines(text)
+    prepared.imports = ImportTable.from_ast(tree, module_name, is_package)
+    prepared.functions = index_entries(tree, module_name, prepared.imports, config.payload_class)
+    prepared.segments = _segments(tree)
+    return prepared
+
+
+def _parse_ast(text: str) -> ast.Module:
+    try:
+        return ast.parse(text)
+    except SyntaxError as exc:
+        line = exc.lineno or 1
+        column = (exc.offset or 1) - 1
+        raise SourceError(f"cannot parse: {exc.msg}", line, column) from None
+    except (RecursionError, MemoryError):
+        raise SourceError("cannot parse: too deeply nested") from None
+    except ValueError as exc:
+        raise SourceError(f"cannot parse: {exc}") from None
+
+
+def reduced_text(prepared: PreparedFile, names: Sequence[str]) -> str:
+    """Blank every top-level unit that mentions no configured name, keeping line numbers."""
+    lines = prepared.lines
+    keep = [False] * (len(lines) + 2)
+    segments = prepared.segments
+    relevant = [mentions_any("".join(lines[first - 1 : last]), names) for first, last, _ in segments]
+    for number, (first, last, parent) in enumerate(segments):
+        if not (relevant[number] or (parent >= 0 and relevant[parent])):
+            continue  # a class whose header mentions a name is kept whole, so its body is never empty
+        ranges = [(first, last)]
+        if parent >= 0:
+            ranges.append(segments[parent][:2])
+        for start, end in ranges:
+            for number in range(start, end + 1):
+                keep[number] = True
+    out = []
+    for number, line in enumerate(lines, start=1):
+        if keep[number]:
+            out.append(line)
+        else:
+            ending = line[len(line.rstrip("\r\n")) :]
+            out.append(ending or "")
+    return "".join(out)
+
+
+def analyse_prepared(prepared: PreparedFile, config: Config, index: TreeIndex, names: Sequence[str] = ()) -> FileReport:
+    """The costly stage: libcst over the relevant statements, the flow analysis and the rules."""
+    if prepared.error is not None:
+        return FileReport(prepared.display_path, findings=_unsuppressed([prepared.error], prepared, config))
+    if not prepared.relevant:
+        return FileReport(prepared.display_path)
+    try:
+        sites = _run_with_deep_stack(lambda: _sites(prepared, config, index, names or config.names()))
+    except SourceError as exc:
+        finding = Finding(prepared.display_path, exc.line, exc.column, SYNTAX_ERROR, exc.message, exc.line, exc.column)
+        return FileReport(prepared.display_path, findings=_unsuppressed([finding], prepared, config))
+    except Exception as exc:  # noqa: BLE001 - a kvlint bug must not stop the run
+        message = f"internal error analysing this file: {type(exc).__name__}: {exc}"
+        message = " ".join(message.split())[:300] + " (run with --verbose for the traceback)"
+        finding = Finding(prepared.display_path, 1, 0, INTERNAL_ERROR, message, 1, 0)
+        return FileReport(prepared.display_path, findings=(finding,), traceback=traceback.format_exc())
+    findings = [*_findings(sites, prepared)]
+    return FileReport(prepared.display_path, tuple(sites), tuple(_unsuppressed(findings, prepared, config)), analysed=True)
+
+
+def _sites(prepared: PreparedFile, config: Config, index: TreeIndex, names: Sequence[str]) -> list[Site]:
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from kvlint.flow import FlowAnalysis
+
+    text = reduced_text(prepared, names)
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        raise SourceError(f"cannot parse: {exc.message}", exc.raw_line, exc.raw_column) from None
+    except RecursionError:
+        raise SourceError("cannot parse: too deeply nested") from None
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    analysis = FlowAnalysis(
+        wrapper.module, positions.__getitem__, prepared.imports, index, config, prepared.module_name, prepared.lines
+    )
+    return analysis.run()
+
+
+def _run_with_deep_stack(work):  # type: ignore[no-untyped-def]
+    """Run `work` in a thread with a large stack so deep code raises RecursionError, not a crash."""
+    result: dict[str, object] = {}
+
+    def target() -> None:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, ANALYSIS_RECURSION_LIMIT))
+        try:
+            result["value"] = work()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            result["error"] = exc
+        finally:
+            sys.setrecursionlimit(limit)
+
+    previous = threading.stack_size()
+    try:
+        threading.stack_size(ANALYSIS_STACK_BYTES)
+        thread = threading.Thread(target=target, name="kvlint-analysis")
+        thread.start()
+    finally:
+        threading.stack_size(previous)
+    thread.join()
+    if "error" in result:
+        error = result["error"]
+        if isinstance(error, RecursionError):
+            raise SourceError("cannot parse: too deeply nested for kvlint to analyse")
+        raise error  # type: ignore[misc]
+    return result["value"]
+
+
+def _findings(sites: Iterable[Site], prepared: PreparedFile) -> Iterable[Finding]:
+    rules = list(site_rules())
+    for site in sites:
+        for rule in rules:
+            message = rule.check(site) if rule.check else None
+            if message is None:
+                continue
+            span = site.span
+            source_line = prepared.lines[span.line - 1] if 0 < span.line <= len(prepared.lines) else ""
+            yield Finding(
+                prepared.display_path, span.line, span.column, rule.code, message, span.end_line, span.end_column,
+                function=site.function, source_line=source_line.rstrip("\r\n"),
+            )
+
+
+def _unsuppressed(findings: Iterable[Finding], prepared: PreparedFile, config: Config) -> list[Finding]:
+    """Drop what `# noqa`, select/ignore and per-file-ignores silence."""
+    ignored = config.ignored_for(Path(prepared.display_path))
+    mapping: dict[int, str] | None = None
+    kept = []
+    for finding in findings:
+        if not config.is_enabled(finding.code) or finding.code.startswith(tuple(ignored)):
+            continue
+        if prepared.lines and "noqa" in prepared.text.lower():
+            if mapping is None:
+                mapping = noqa_line_mapping(prepared.lines)
+            if is_suppressed(mapping.get(finding.line, ""), finding.code):
+                continue
+        kept.append(finding)
+    return sorted(set(kept))
+
+
+def analyse_source(
+    source: bytes | str, display_path: str = "<stdin>", config: Config | None = None, index: TreeIndex | None = None,
+    module_name: str = "",
+) -> FileReport:
+    """Analyse one file on its own: the index is what the file itself shows unless one is given."""
+    config = config or Config()
+    data = source.encode("utf-8") if isinstance(source, str) else source
+    prepared = prepare_source(data, display_path, config, module_name)
+    if index is None:
+        index = TreeIndex(prepared.functions)
+    return analyse_prepared(prepared, config, index, (*config.names(), *index.candidate_names()))

@@ -1,0 +1,25 @@
+"""The one result type every face prints: a finding at a place in a file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    """A rule violation (or a file-level diagnostic) at a source range.
+
+    Field order is the sort order of every output: path, line, column, code.
+    `line`/`end_line` are 1-based; `column`/`end_column` are 0-based, as libcst
+    and flake8 give them; output formats convert to 1-based columns.
+    """
+
+    path: str
+    line: int
+    column: int
+    code: str
+    message: str
+    end_line: int
+    end_column: int
+    function: str = ""  # enclosing scope, used by baselines and the audit
+    source_line: str = ""  # the physical line, used by noqa and snippets

@@ -1,0 +1,83 @@
+"""Resolve spelled names to dotted names through a module's imports (no libcst here).
+
+libcst's QualifiedNameProvider would do this too, but it resolves every name of
+the whole module (ten times the parse, SPEC section 9); the rules only need
+the module's import table and the callee of a few calls.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+
+
+def _module_of_relative(module_name: str, is_package: bool, level: int, target: str) -> str:
+    """Return the absolute module named by a relative import."""
+    package = module_name.split(".") if is_package else module_name.split(".")[:-1]
+    if level > 1:
+        package = package[: len(package) - (level - 1)]
+    return ".".join([*package, target] if target else package)
+
+
+class ImportTable:
+    """The names a module binds by import, mapped to the dotted names they refer to.
+
+    Built from the module's `ast` (the engine parses it anyway for syntax errors),
+    so the table costs one cheap walk. Imports anywhere in the module count (vLLM
+    often imports inside functions); the last import of a name wins.
+    """
+
+    def __init__(self, bindings: dict[str, str] | None = None):
+        self.bindings: dict[str, str] = dict(bindings or {})
+
+    @classmethod
+    def from_ast(cls, tree: ast.AST, module_name: str = "", is_package: bool = False) -> ImportTable:
+        """Collect the import bindings of a parsed module."""
+        bindings: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        bindings[alias.asname] = alias.name
+                    else:
+                        root = alias.name.split(".")[0]
+                        bindings[root] = root
+            elif isinstance(node, ast.ImportFrom):
+                source = node.module or ""
+                if node.level:
+                    source = _module_of_relative(module_name, is_package, node.level, source)
+                for alias in node.names:
+                    if alias.name == "*":
+                        continue
+                    bindings[alias.asname or alias.name] = f"{source}.{alias.name}" if source else alias.name
+        return cls(bindings)
+
+    def resolve_dotted(self, spelled: str) -> str:
+        """Return the dotted name a spelled `a.b.c` refers to, through imports."""
+        root, _, rest = spelled.partition(".")
+        target = self.bindings.get(root, root)
+        return f"{target}.{rest}" if rest else target
+
+    def aliases_of(self, configured: Iterable[str]) -> frozenset[str]:
+        """Return the local names bound to any of the configured names."""
+        configured = tuple(configured)
+        return frozenset(name for name, target in self.bindings.items() if matches(target, configured))
+
+
+def matches(qualified: str | None, configured: Iterable[str]) -> bool:
+    """Say whether a resolved name is one of the configured names.
+
+    A configured name without a dot matches the last component (so
+    `self._get_kv_connector_output` and an aliased import both match); a dotted
+    one matches the whole name or its trailing components.
+    """
+    if not qualified:
+        return False
+    last = qualified.rpartition(".")[2]
+    for name in configured:
+        if "." in name:
+            if qualified == name or qualified.endswith("." + name):
+                return True
+        elif last == name:
+            return True
+    return False

@@ -1,0 +1,81 @@
+"""The rule registry: every rule's code, name, documentation and predicate.
+
+`kvlint explain`, `kvlint rules`, the README rule table and SARIF rule metadata
+are all generated from `RULES`; tests fail when any of them drifts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from kvlint.sites import Site
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule: documentation in ruff's sections, and a predicate over sites."""
+
+    code: str
+    name: str  # kebab-case slug, stable like the code
+    summary: str  # one line, for tables
+    what: str  # what it does
+    why: str  # why it is bad
+    bad: str  # example that triggers the rule
+    good: str  # the same code, fixed
+    options: tuple[str, ...] = ()  # configuration keys that shape the rule
+    check: Callable[[Site], str | None] | None = None  # message when the site violates the rule
+
+    def documentation(self) -> str:
+        """Render the rule's documentation as `kvlint explain` prints it."""
+        lines = [
+            f"{self.code} ({self.name})",
+            "",
+            "What it does",
+            f"  {self.what}",
+            "",
+            "Why is this bad?",
+            f"  {self.why}",
+            "",
+            "Example",
+            *("    " + line if line else "" for line in self.bad.strip("\n").splitlines()),
+            "",
+            "Use instead",
+            *("    " + line if line else "" for line in self.good.strip("\n").splitlines()),
+        ]
+        if self.options:
+            lines += ["", "Options", *(f"  - {option}" for option in self.options)]
+        return "\n".join(lines) + "\n"
+
+
+def _load() -> dict[str, Rule]:
+    from kvlint.rules import (
+        kvc001_unguarded_dereference,
+        kvc002_empty_output_on_connector_path,
+        kvc003_output_without_connector_output,
+        kvc004_shared_sentinel_mutation,
+        kvc005_unguarded_optional_set,
+        kvc9xx_file_diagnostics,
+    )
+
+    rules = [
+        kvc001_unguarded_dereference.RULE,
+        kvc002_empty_output_on_connector_path.RULE,
+        kvc003_output_without_connector_output.RULE,
+        kvc004_shared_sentinel_mutation.RULE,
+        kvc005_unguarded_optional_set.RULE,
+        *kvc9xx_file_diagnostics.RULES,
+    ]
+    return {rule.code: rule for rule in rules}
+
+
+RULES: dict[str, Rule] = _load()
+
+SYNTAX_ERROR = "KVC900"
+UNREADABLE = "KVC901"
+INTERNAL_ERROR = "KVC902"
+
+
+def site_rules() -> Iterable[Rule]:
+    """The rules that judge sites (not the file-level KVC9xx diagnostics)."""
+    return (rule for rule in RULES.values() if rule.check is not None)

@@ -1,0 +1,46 @@
+"""KVC003 output-without-connector-output: an output is built on a connector path without its KVConnectorOutput."""
+
+from __future__ import annotations
+
+from kvlint.rules import Rule
+from kvlint.sites import Site, SiteKind
+
+
+def check(site: Site) -> str | None:
+    """Report an output construction on a connector path that passes no connector output."""
+    if site.kind is not SiteKind.OUTPUT_CONSTRUCTION or not site.on_connector_path:
+        return None
+    if site.carries_connector_output is not False:
+        return None
+    name = site.expression.split("(", 1)[0]
+    what = "with `kv_connector_output=None`" if site.connector_output_argument else "without `kv_connector_output=`"
+    return f"`{name}(...)` on a connector path ({site.path_reason}) {what}"
+
+
+RULE = Rule(
+    code="KVC003",
+    name="output-without-connector-output",
+    summary="An output is constructed on a KV-connector path without a KVConnectorOutput",
+    what=(
+        "Finds constructions of an output class (`ModelRunnerOutput(...)`) at a point on a connector path that "
+        "pass no `kv_connector_output=` argument, or pass `kv_connector_output=None`."
+    ),
+    why=(
+        "Consumers rely on the invariant that an output produced with an active connector carries its "
+        "KVConnectorOutput; an output built without one drops finished transfers and breaks that promise."
+    ),
+    bad="""
+def finish_step(self, sched, tokens):
+    with self._get_kv_connector_output(sched) as kvo:
+        tokens = self.run(sched)
+    return ModelRunnerOutput(req_ids=sched.req_ids, sampled_token_ids=tokens)
+""",
+    good="""
+def finish_step(self, sched, tokens):
+    with self._get_kv_connector_output(sched) as kvo:
+        tokens = self.run(sched)
+    return ModelRunnerOutput(req_ids=sched.req_ids, sampled_token_ids=tokens, kv_connector_output=kvo)
+""",
+    options=("output-classes", "optional-fields", "connector-guards", "connector-contexts"),
+    check=check,
+)

@@ -1,0 +1,174 @@
+"""Run the engine over a tree: find files, scan bytes, index, analyse in parallel.
+
+Every face that looks at more than one file (`kvlint check`, `kvlint audit`)
+calls `run`; the result is identical whatever the job count or file order.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kvlint.config import Config
+from kvlint.discovery import SourceFile, UnreadablePath, iter_python_files, read_source
+from kvlint.engine import FileReport, PreparedFile, analyse_prepared, mentions_any, module_name_for, prepare_source
+from kvlint.findings import Finding
+from kvlint.rules import INTERNAL_ERROR, UNREADABLE
+from kvlint.tree_index import TreeIndex
+
+PARALLEL_THRESHOLD = 4  # below this many files to analyse, worker start-up costs more than it saves
+
+
+@dataclass
+class RunResult:
+    """Everything one run learnt, in a deterministic order."""
+
+    reports: list[FileReport] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    files_found: int = 0  # files that discovery yielded (including unreadable ones)
+    files_analysed: int = 0  # files that went through the flow analysis
+    seconds: float = 0.0
+
+
+def default_jobs() -> int:
+    """The CPU count this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def run(
+    paths: Sequence[Path], config: Config, jobs: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> RunResult:
+    """Check every Python file under `paths` with `config`."""
+    started = time.perf_counter()
+    jobs = jobs or default_jobs()
+    result = RunResult()
+    candidates: list[tuple[SourceFile, bytes]] = []
+    unreadable: list[Finding] = []
+    for entry in iter_python_files(paths, config):
+        result.files_found += 1
+        if isinstance(entry, UnreadablePath):
+            unreadable.append(_unreadable(entry.display_path, entry.reason))
+            continue
+        try:
+            data = read_source(entry.path)
+        except OSError as exc:
+            unreadable.append(_unreadable(entry.display_path, (exc.strerror or str(exc)).lower()))
+            continue
+        candidates.append((entry, data))
+
+    names = config.names()
+    relevant = [(f, d) for f, d in candidates if mentions_any(d, names)]
+    with _Pool(jobs, len(relevant)) as pool:
+        prepared = pool.map(_prepare, [(f, d, config, ()) for f, d in relevant])
+        index = _build_index(prepared, candidates, relevant)
+        extra_names = tuple(sorted(index.candidate_names()))
+        if extra_names:
+            callers = [(f, d) for f, d in candidates if not mentions_any(d, names) and mentions_any(d, extra_names)]
+            prepared += pool.map(_prepare, [(f, d, config, extra_names) for f, d in callers])
+        prepared.sort(key=lambda p: p.display_path)
+        all_names = (*names, *extra_names)
+        reports = pool.map(_analyse, [(p, config, index, all_names) for p in prepared], progress)
+    reports += [FileReport(f.display_path, findings=(f,)) for f in unreadable]
+    reports.sort(key=lambda r: r.display_path)
+    result.reports = reports
+    result.findings = sorted(finding for report in reports for finding in report.findings)
+    result.files_analysed = sum(report.analysed for report in reports)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _unreadable(display_path: str, reason: str) -> Finding:
+    return Finding(display_path, 1, 0, UNREADABLE, f"cannot read: {reason}", 1, 0)
+
+
+def _prepare(args: tuple[SourceFile, bytes, Config, tuple[str, ...]]) -> PreparedFile:
+    source, data, config, extra_names = args
+    module_name, is_package = module_name_for(source.path)
+    return prepare_source(data, source.display_path, config, module_name, is_package, extra_names)
+
+
+def _analyse(args: tuple[PreparedFile, Config, TreeIndex, tuple[str, ...]]) -> FileReport:
+    prepared, config, index, names = args
+    return analyse_prepared(prepared, config, index, names)
+
+
+def _build_index(
+    prepared: list[PreparedFile], candidates: list[tuple[SourceFile, bytes]], relevant: list[tuple[SourceFile, bytes]]
+) -> TreeIndex:
+    """Merge the files' function entries; a name also defined in an unscanned file is not Optional-only."""
+    entries = [entry for p in prepared for entry in p.functions]
+    first = TreeIndex(entries)
+    if not first.optional_method_names:
+        return first
+    pattern = re.compile(
+        rb"\bdef\s+(" + b"|".join(re.escape(n.encode()) for n in sorted(first.optional_method_names)) + rb")\b"
+    )
+    scanned = {id(d) for _, d in relevant}
+    elsewhere = {m.group(1).decode() for _, d in candidates if id(d) not in scanned for m in pattern.finditer(d)}
+    return TreeIndex(entries, elsewhere)
+
+
+class _Pool:
+    """Map work over worker processes; a crashed worker costs only its own file."""
+
+    def __init__(self, jobs: int, size: int):
+        self.parallel = jobs > 1 and size >= PARALLEL_THRESHOLD
+        self.jobs = jobs
+        self.executor: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> _Pool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.executor is not None:
+            self.executor.shutdown(cancel_futures=True)
+
+    def map(self, function, items, progress=None):  # type: ignore[no-untyped-def]
+        """Apply `function` to each item, in order; isolate and report crashes."""
+        items = list(items)
+        if not self.parallel or len(items) < PARALLEL_THRESHOLD:
+            results = []
+            for done, item in enumerate(items, start=1):
+                results.append(function(item))
+                if progress:
+                    progress(done, len(items))
+            return results
+        if self.executor is None:
+            self.executor = ProcessPoolExecutor(max_workers=self.jobs)
+        futures = [self.executor.submit(function, item) for item in items]
+        results: list[object] = []
+        for done, (future, item) in enumerate(zip(futures, items), start=1):
+            try:
+                results.append(future.result())
+            except BrokenProcessPool:
+                results.append(_isolated(function, item))
+                self.executor = None
+            if progress:
+                progress(done, len(items))
+        return results
+
+
+def _isolated(function, item):  # type: ignore[no-untyped-def]
+    """Retry one item in a fresh process; if that process dies too, report the file."""
+    with ProcessPoolExecutor(max_workers=1) as executor:
+        try:
+            return executor.submit(function, item).result()
+        except BrokenProcessPool:
+            pass
+    display = item[0].display_path
+    finding = Finding(display, 1, 0, INTERNAL_ERROR,
+                      "the analysis process crashed on this file (run with --verbose and report it)", 1, 0)
+    if function is _prepare:
+        prepared = PreparedFile(display, "", error=finding)
+        return prepared
+    return FileReport(display, findings=(finding,))

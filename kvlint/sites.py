@@ -1,0 +1,76 @@
+"""The engine's product: every relevant site of a file with its facts.
+
+The rules, the audit and the mypy plugin all read these records; none of them
+looks at syntax again. Positions are kept as libcst gives them (line 1-based,
+column 0-based) and converted only at the output edges.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True)
+class Span:
+    """Where a site lies: 1-based lines, 0-based columns, end exclusive."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+
+class SiteKind(str, enum.Enum):
+    """What a site is; the value is the name used in JSON output."""
+
+    OUTPUT_CONSTRUCTION = "output-construction"  # ModelRunnerOutput(...)
+    PAYLOAD_CONSTRUCTION = "payload-construction"  # KVConnectorOutput(...)
+    OPTIONAL_ACCESS = "optional-access"  # a read of x.kv_connector_output
+    DEREFERENCE = "dereference"  # a sink applied to a tracked value
+    SENTINEL_USE = "sentinel-use"  # EMPTY_MODEL_RUNNER_OUTPUT returned/copied/...
+    CONNECTOR_CONTEXT = "connector-context"  # with _get_kv_connector_output(...)
+    CONNECTOR_FUNCTION = "connector-function"  # a function on a connector path
+
+
+class DerefTarget(str, enum.Enum):
+    """Which kind of maybe-None value a dereference applies to."""
+
+    CONNECTOR_OUTPUT = "connector-output"  # KVConnectorOutput | None  (KVC001)
+    PAYLOAD_FIELD = "payload-field"  # finished_sending: set | None  (KVC005)
+
+
+class SentinelUseKind(str, enum.Enum):
+    """How the empty sentinel is used at a site."""
+
+    RETURNED = "returned"
+    MUTATED = "mutated"
+    COPIED = "copied"
+    ALIASED = "aliased"
+
+
+@dataclass(frozen=True)
+class Site:
+    """One relevant place in a file, with the flow facts that hold there.
+
+    Only the fields that make sense for `kind` are set; the others keep their
+    defaults. `on_connector_path` is what SPEC section 5 defines; `may_be_none`
+    says whether the flow analysis could not prove the value non-None;
+    `guard` says how it was proven (for the audit).
+    """
+
+    kind: SiteKind
+    span: Span
+    function: str  # enclosing scope: "Class.method", "func.<locals>.inner", "<module>"
+    expression: str  # the source text of the site, shortened to one line
+    operand: str = ""  # for a dereference: the maybe-None expression itself
+    on_connector_path: bool = False
+    may_be_none: bool = False
+    guard: str = ""  # how a value was proven non-None ("" when not proven)
+    origin: str = ""  # where a maybe-None value came from, e.g. `out.kv_connector_output`
+    deref_target: DerefTarget | None = None
+    sink: str = ""  # the kind of dereference: "attribute access", "iteration", ...
+    sentinel_use: SentinelUseKind | None = None
+    carries_connector_output: bool | None = None  # None: cannot tell (**kwargs)
+    connector_output_argument: str = ""  # source of the kv_connector_output= argument
+    path_reason: str = ""  # why the point is on a connector path
