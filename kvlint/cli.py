@@ -15,7 +15,7 @@ from pathlib import Path
 from kvlint import __version__
 from kvlint.config import Config, ConfigError, load_config
 from kvlint.output import FORMATS
-from kvlint.rules import RULES
+from kvlint.rules import RULES, rules_table_markdown
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -39,7 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--jobs", "-j", type=_positive, metavar="N", help="worker processes (default: CPU count)")
     check.add_argument("--verbose", "-v", action="store_true", help="show tracebacks of internal errors")
 
-    commands.add_parser("rules", help="list every rule")
+    rules = commands.add_parser("rules", help="list every rule")
+    rules.add_argument("--format", choices=("text", "markdown"), default="text", help="output format (default: text)")
     explain = commands.add_parser("explain", help="print a rule's documentation")
     explain.add_argument("code", metavar="CODE")
     return parser
@@ -81,7 +82,7 @@ def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "rules":
-        return _rules()
+        return _rules(args.format)
     if args.command == "explain":
         return _explain(args.code)
     if args.command == "check":
@@ -90,7 +91,10 @@ def _main(argv: Sequence[str] | None) -> int:
     return EXIT_USAGE
 
 
-def _rules() -> int:
+def _rules(output_format: str) -> int:
+    if output_format == "markdown":
+        sys.stdout.write(rules_table_markdown())
+        return EXIT_CLEAN
     width = max(len(rule.name) for rule in RULES.values())
     for rule in RULES.values():
         sys.stdout.write(f"{rule.code}  {rule.name:<{width}}  {rule.summary}\n")

@@ -23,13 +23,13 @@ from pathlib import Path
 
 from kvlint.config import Config
 from kvlint.findings import Finding
-from kvlint.names import ImportTable
+from kvlint.annotations import AnnotationKind, classify_annotation
+from kvlint.names import ImportTable, walk_statements
 from kvlint.noqa import is_suppressed, noqa_line_mapping
 from kvlint.rules import INTERNAL_ERROR, SYNTAX_ERROR, site_rules
-from kvlint.sites import Site
+from kvlint.sites import Site, Span
 from kvlint.tree_index import FunctionReturn, TreeIndex, index_entries
 
-MAX_NESTING_DEPTH = 400  # libcst's native parser overflows its stack far below what CPython accepts
 ANALYSIS_STACK_BYTES = 256 * 1024 * 1024  # the flow analysis recurses on expression depth
 ANALYSIS_RECURSION_LIMIT = 20_000
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
@@ -57,6 +57,7 @@ class PreparedFile:
     functions: list[FunctionReturn] = field(default_factory=list)
     segments: list[tuple[int, int, int]] = field(default_factory=list)  # (first, last, parent) of each unit
     relevant: bool = False
+    local_names: tuple[str, ...] = ()  # names that make a unit of this file relevant besides the configured ones
     error: Finding | None = None
 
 
@@ -116,18 +117,23 @@ def module_name_for(path: Path) -> tuple[str, bool]:
     return ".".join(reversed(parts)), is_package
 
 
-def _nesting_depth(tree: ast.AST) -> int:
-    """Return the maximum depth of an ast, iteratively."""
-    deepest = 0
-    stack = [(tree, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > deepest:
-            deepest = depth
-            if deepest > MAX_NESTING_DEPTH:
-                return deepest
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-    return deepest
+def declared_optional_attributes(tree: ast.AST, imports: ImportTable, payload_class: str) -> set[str]:
+    """Names of attributes annotated `KVConnectorOutput | None` (class body or `self.x:`)."""
+    names: set[str] = set()
+    for node in walk_statements(tree):
+        if not isinstance(node, ast.AnnAssign):
+            continue
+        target = node.target
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+            name = target.attr
+        elif isinstance(target, ast.Name):
+            name = target.id
+        else:
+            continue
+        kind = classify_annotation(node.annotation, imports.resolve_dotted, (payload_class,))
+        if kind is AnnotationKind.OPTIONAL_PAYLOAD:
+            names.add(name)
+    return names
 
 
 def _first_line(node: ast.stmt) -> int:
@@ -166,15 +172,17 @@ def prepare_source(
             return prepared
         prepared.relevant = True
         tree = _parse_ast(text)
-        depth = _nesting_depth(tree)
-        if depth > MAX_NESTING_DEPTH:
-            raise SourceError(f"cannot parse: nesting deeper than {MAX_NESTING_DEPTH} levels is not analysed")
     except SourceError as exc:
         prepared.error = Finding(display_path, exc.line, exc.column, SYNTAX_ERROR, exc.message, exc.line, exc.column)
         return prepared
     prepared.lines = split_lines(text)
     prepared.imports = ImportTable.from_ast(tree, module_name, is_package)
     prepared.functions = index_entries(tree, module_name, prepared.imports, config.payload_class)
+    prepared.local_names = tuple(sorted(
+        prepared.imports.aliases_of(config.names())
+        | set(config.payload_optional_fields)
+        | declared_optional_attributes(tree, prepared.imports, config.payload_class)
+    ))
     prepared.segments = _segments(tree)
     return prepared
 
@@ -192,8 +200,13 @@ def _parse_ast(text: str) -> ast.Module:
         raise SourceError(f"cannot parse: {exc}") from None
 
 
-def reduced_text(prepared: PreparedFile, names: Sequence[str]) -> str:
-    """Blank every top-level unit that mentions no configured name, keeping line numbers."""
+def reduced_text(prepared: PreparedFile, names: Sequence[str]) -> tuple[str, list[int]]:
+    """Keep only the top-level units that mention a configured name.
+
+    Returns the compact text and, for each of its lines, the original line
+    number: libcst then parses a fraction of the file (SPEC section 9) and
+    positions are mapped back at the edge.
+    """
     lines = prepared.lines
     keep = [False] * (len(lines) + 2)
     segments = prepared.segments
@@ -205,16 +218,13 @@ def reduced_text(prepared: PreparedFile, names: Sequence[str]) -> str:
         if parent >= 0:
             ranges.append(segments[parent][:2])
         for start, end in ranges:
-            for number in range(start, end + 1):
-                keep[number] = True
-    out = []
-    for number, line in enumerate(lines, start=1):
-        if keep[number]:
-            out.append(line)
-        else:
-            ending = line[len(line.rstrip("\r\n")) :]
-            out.append(ending or "")
-    return "".join(out)
+            for line in range(start, end + 1):
+                keep[line] = True
+    kept_lines = [number for number in range(1, len(lines) + 1) if keep[number]]
+    text = "".join(lines[number - 1] for number in kept_lines)
+    if text and not text.endswith(("\n", "\r")):
+        text += "\n"
+    return text, kept_lines
 
 
 def analyse_prepared(prepared: PreparedFile, config: Config, index: TreeIndex, names: Sequence[str] = ()) -> FileReport:
@@ -243,17 +253,24 @@ def _sites(prepared: PreparedFile, config: Config, index: TreeIndex, names: Sequ
 
     from kvlint.flow import FlowAnalysis
 
-    text = reduced_text(prepared, names)
+    text, line_map = reduced_text(prepared, (*names, *prepared.local_names))
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        raise SourceError(f"cannot parse: {exc.message}", exc.raw_line, exc.raw_column) from None
+        line = line_map[min(exc.raw_line, len(line_map)) - 1] if line_map else 1
+        raise SourceError(f"cannot parse: {exc.message}", line, exc.raw_column) from None
     except RecursionError:
         raise SourceError("cannot parse: too deeply nested") from None
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
+
+    def span_of(node: cst.CSTNode) -> Span:
+        code_range = positions[node]
+        start, end = code_range.start, code_range.end
+        return Span(line_map[start.line - 1], start.column, line_map[min(end.line, len(line_map)) - 1], end.column)
+
     analysis = FlowAnalysis(
-        wrapper.module, positions.__getitem__, prepared.imports, index, config, prepared.module_name, prepared.lines
+        wrapper.module, span_of, prepared.imports, index, config, prepared.module_name, prepared.lines
     )
     return analysis.run()
 

@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import CodeRange
 
 from kvlint.annotations import AnnotationKind, classify_annotation_text
 from kvlint.config import Config
@@ -203,7 +202,7 @@ class FlowAnalysis:
     def __init__(
         self,
         module: cst.Module,
-        positions: Callable[[cst.CSTNode], CodeRange],
+        span_of: Callable[[cst.CSTNode], Span],
         imports: ImportTable,
         index: TreeIndex,
         config: Config,
@@ -211,7 +210,7 @@ class FlowAnalysis:
         source_lines: Sequence[str],
     ) -> None:
         self.module = module
-        self.positions = positions
+        self.span_of = span_of
         self.imports = imports
         self.index = index
         self.config = config
@@ -266,12 +265,12 @@ class FlowAnalysis:
             state.path = PathFact.ON
             state.path_reason = reason
             self._record(
-                SiteKind.CONNECTOR_FUNCTION, node.name, on_path=True, path_reason=reason,
+                SiteKind.CONNECTOR_FUNCTION, node.name, on_connector_path=True, path_reason=reason,
                 expression=f"def {node.name.value}",
             )
 
     def _has_connector_marker(self, node: cst.FunctionDef) -> bool:
-        line = self.positions(node).start.line
+        line = self.span_of(node).line
         if 0 < line <= len(self.source_lines) and CONNECTOR_PATH_MARKER.search(self.source_lines[line - 1]):
             return True
         body = node.body
@@ -311,8 +310,7 @@ class FlowAnalysis:
     # ------------------------------------------------------------- recording
 
     def _span(self, node: cst.CSTNode) -> Span:
-        code_range = self.positions(node)
-        return Span(code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column)
+        return self.span_of(node)
 
     def _code(self, node: cst.CSTNode) -> str:
         text = " ".join(self.module.code_for_node(node).split())
@@ -389,7 +387,11 @@ class FlowAnalysis:
 
     def _assign(self, target: cst.BaseExpression, value: Value, state: NullnessState, value_node: cst.CSTNode | None) -> None:
         if isinstance(target, cst.Name):
-            if matches(self.imports.resolve_dotted(target.value), self.config.empty_sentinels):
+            if (
+                self.scope.qualname == "<module>"
+                and target.value not in self.imports.bindings
+                and matches(target.value, self.config.empty_sentinels)
+            ):
                 value = dataclasses.replace(self._sentinel_value(target.value), origin=f"`{target.value}`")
             elif value.sentinel and value_node is not None:
                 self._record(
@@ -501,7 +503,8 @@ class FlowAnalysis:
         assert target_value is not None
         operator = self.module.code_for_node(node.operator).strip()
         self._sink(node.target, target_value, f"`{operator}`", node.target, state)
-        self._eval(node.value, state)
+        right = self._eval(node.value, state)
+        self._sink(node.value, right, f"`{operator}`", node.value, state)
         key = ref_key(node.target)
         if key is not None:
             kept = dataclasses.replace(target_value, nullness=Nullness.NOT_NONE) if target_value.tracked else UNTRACKED
@@ -699,10 +702,17 @@ class FlowAnalysis:
 
     def _stmt_Match(self, node: cst.Match, state: NullnessState) -> NullnessState:
         self._eval(node.subject, state)
+        subject = ref_key(node.subject)
         outcomes: list[NullnessState] = []
         irrefutable = False
         for case in node.cases:
             case_state = state.copy()
+            if subject is not None and isinstance(case.pattern, cst.MatchClass):
+                self._set_nullness(subject, Nullness.NOT_NONE, case_state, "class pattern in `match`")
+            elif subject is not None and _is_none_pattern(case.pattern):
+                self._set_nullness(subject, Nullness.NONE, case_state, "")
+                if case.guard is None:  # later cases only see values that are not None
+                    self._set_nullness(subject, Nullness.NOT_NONE, state, "`case None` handled earlier")
             for name in _pattern_names(case.pattern):
                 self._invalidate(name, case_state)
             if case.guard is not None:
@@ -757,10 +767,10 @@ class FlowAnalysis:
         for key in a.values.keys() | b.values.keys():
             left = a.values.get(key) or self._default_for_key(key)
             right = b.values.get(key) or self._default_for_key(key)
-            if left is None:
-                values[key] = right  # type: ignore[assignment]
-            elif right is None:
-                values[key] = left
+            if left is None or right is None:
+                # bound on one path only: its value there proves nothing about the other path
+                present = right if left is None else left
+                values[key] = dataclasses.replace(present, evidence=False) if present.evidence else present  # type: ignore[union-attr]
             else:
                 values[key] = join_values(left, right)
         reason_a, reason_b = a.connector_path_reason(), b.connector_path_reason()
@@ -1121,6 +1131,10 @@ class FlowAnalysis:
                 value = self._eval(element.value, state)
                 self._sink(element.value, value, "`**` unpacking", element.value, state)
         return FRESH
+
+
+def _is_none_pattern(pattern: cst.MatchPattern) -> bool:
+    return isinstance(pattern, cst.MatchSingleton) and is_none_literal(pattern.value)
 
 
 def _pattern_names(pattern: cst.CSTNode) -> Iterator[str]:

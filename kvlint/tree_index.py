@@ -33,7 +33,7 @@ def index_entries(tree: ast.AST, module_name: str, imports: ImportTable, payload
     stack: list[tuple[ast.AST, str]] = [(tree, module_name)]
     while stack:
         node, prefix = stack.pop()
-        for child in ast.iter_child_nodes(node):
+        for child in _child_statements(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 kind = classify_annotation(child.returns, imports.resolve_dotted, (payload_class,))
                 qualname = f"{prefix}.{child.name}" if prefix else child.name
@@ -41,9 +41,17 @@ def index_entries(tree: ast.AST, module_name: str, imports: ImportTable, payload
                 stack.append((child, f"{qualname}.<locals>"))
             elif isinstance(child, ast.ClassDef):
                 stack.append((child, f"{prefix}.{child.name}" if prefix else child.name))
-            elif isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+            else:
                 stack.append((child, prefix))
     return sorted(entries)
+
+
+def _child_statements(node: ast.AST) -> list[ast.AST]:
+    """The statements (and handlers, match cases) directly inside a node."""
+    children: list[ast.AST] = []
+    for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+        children.extend(getattr(node, name, None) or ())
+    return children
 
 
 class TreeIndex:

@@ -76,6 +76,13 @@ UNREADABLE = "KVC901"
 INTERNAL_ERROR = "KVC902"
 
 
+def rules_table_markdown() -> str:
+    """The README's rule table, generated so that it cannot drift from the registry."""
+    rows = ["| code | name | what it reports |", "| --- | --- | --- |"]
+    rows += [f"| {rule.code} | {rule.name} | {rule.summary.replace('|', chr(92) + '|')} |" for rule in RULES.values()]
+    return "\n".join(rows) + "\n"
+
+
 def site_rules() -> Iterable[Rule]:
     """The rules that judge sites (not the file-level KVC9xx diagnostics)."""
     return (rule for rule in RULES.values() if rule.check is not None)

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The main job on a fresh clone: install kvlint into .venv and check the bundled
+# example tree (fixtures/vllm_like, a hand-written vLLM-shaped package with bugs).
+# Extra arguments replace the default path (e.g. `scripts/run-example.sh ~/src/vllm`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+    "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e .
+if [ "$#" -eq 0 ]; then
+    set -- fixtures/vllm_like
+fi
+status=0
+.venv/bin/kvlint check "$@" || status=$?
+if [ "$status" -eq 1 ]; then
+    echo "kvlint: findings above (exit 1 means findings; the example tree is full of them on purpose)" >&2
+fi
+exit "$status"

@@ -1,0 +1,28 @@
+"""Shared test helpers: run kvlint in-process or as a subprocess, paths to fixtures."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+
+def run_kvlint(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `python -m kvlint ARGS` the way a user would; return the completed process."""
+    environment = {**os.environ, **(env or {})}
+    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), environment.get("PYTHONPATH", "")]))
+    return subprocess.run(
+        [sys.executable, "-m", "kvlint", *args], cwd=cwd or ROOT, capture_output=True, text=True,
+        env=environment, timeout=600, stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.fixture
+def kvlint():
+    return run_kvlint

@@ -1,0 +1,69 @@
+"""The fixture tree: every `# expect: CODE` line is reported, and nothing else is."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from kvlint.config import Config
+from kvlint.runner import run
+from tests.conftest import FIXTURES
+
+EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>KVC\d{3}(?:\s*,\s*KVC\d{3})*)")
+PACKAGE = FIXTURES / "vllm_like"
+
+
+def expected_findings(root: Path) -> Counter[tuple[str, int, str]]:
+    """Collect (path, line, code) from the `# expect:` markers under root."""
+    expected: Counter[tuple[str, int, str]] = Counter()
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(FIXTURES.parent).as_posix()
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            match = EXPECT.search(line)
+            if match:
+                for code in re.split(r"\s*,\s*", match.group("codes")):
+                    expected[(relative, number, code)] += 1
+    return expected
+
+
+@pytest.fixture(scope="module")
+def fixture_run():
+    import os
+
+    previous = os.getcwd()
+    os.chdir(FIXTURES.parent)
+    try:
+        return run([Path("fixtures/vllm_like")], Config(), jobs=1)
+    finally:
+        os.chdir(previous)
+
+
+def test_fixture_findings_match_markers_exactly(fixture_run) -> None:
+    actual = Counter((f.path, f.line, f.code) for f in fixture_run.findings)
+    expected = expected_findings(PACKAGE)
+    missing = sorted((expected - actual).elements())
+    extra = sorted((actual - expected).elements())
+    assert not missing and not extra, f"missing: {missing}\nextra: {extra}"
+
+
+def test_fixture_tree_is_large_enough() -> None:
+    """The issue asks for at least 80 marked cases; count them so the suite cannot shrink silently."""
+    expected = expected_findings(PACKAGE)
+    per_code = Counter(code for (_, _, code) in expected.elements())
+    assert sum(per_code.values()) >= 80
+    assert set(per_code) >= {"KVC001", "KVC002", "KVC003", "KVC004", "KVC005"}
+
+
+def test_fixture_results_do_not_depend_on_job_count(fixture_run) -> None:
+    import os
+
+    previous = os.getcwd()
+    os.chdir(FIXTURES.parent)
+    try:
+        parallel = run([Path("fixtures/vllm_like")], Config(), jobs=2)
+    finally:
+        os.chdir(previous)
+    assert parallel.findings == fixture_run.findings

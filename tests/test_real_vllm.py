@@ -1,0 +1,59 @@
+"""kvlint over real vLLM sources (SPEC section 8): exactly the expected findings, nothing else."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kvlint.config import Config
+from kvlint.runner import run
+from tests.vllm_sources import vllm_tree
+
+pytestmark = pytest.mark.vllm
+
+MIXIN = "vllm/v1/worker/kv_connector_model_runner_mixin.py"
+WORKER = "vllm/v1/worker/gpu_worker.py"
+AGGREGATOR = "vllm/distributed/kv_transfer/kv_connector/utils.py"
+
+
+def _findings(tree: Path, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, str, str]]:
+    monkeypatch.chdir(tree)
+    result = run([Path("vllm")], Config(), jobs=2)
+    return [(f.path, f.line, f.code, f.source_line.strip()) for f in result.findings]
+
+
+def _line_of(path: Path, text: str, after: str) -> int:
+    """Return the 1-based line of the first `text` after the first line containing `after`."""
+    lines = path.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if after in line)
+    return next(i for i in range(start, len(lines)) if text in lines[i]) + 1
+
+
+def test_vllm_0_10_1_as_published(monkeypatch: pytest.MonkeyPatch) -> None:
+    tree = vllm_tree("0.10.1")
+    expected = [
+        (MIXIN, _line_of(tree / MIXIN, "return EMPTY_MODEL_RUNNER_OUTPUT", "def kv_connector_no_forward"), "KVC002",
+         "return EMPTY_MODEL_RUNNER_OUTPUT"),
+        (WORKER, _line_of(tree / WORKER, "return EMPTY_MODEL_RUNNER_OUTPUT", "is_last_rank"), "KVC002",
+         "return EMPTY_MODEL_RUNNER_OUTPUT"),
+    ]
+    assert _findings(tree, monkeypatch) == sorted(expected)
+
+
+def test_vllm_0_10_1_without_the_aggregator_guard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The original bug: `if not output: continue` removed from KVOutputAggregator.aggregate."""
+    copy = tmp_path / "vllm-0.10.1-bug"
+    shutil.copytree(vllm_tree("0.10.1") / "vllm", copy / "vllm")
+    aggregator = copy / AGGREGATOR
+    source = aggregator.read_text()
+    guard = "            if not output:\n                continue\n"
+    assert source.count(guard) == 1, "the aggregator changed shape; update the test"
+    aggregator.write_text(source.replace(guard, ""))
+    found = _findings(copy, monkeypatch)
+    kvc001 = [f for f in found if f[2] == "KVC001"]
+    assert [(path, code) for path, _, code, _ in kvc001] == [(AGGREGATOR, "KVC001")] * 2
+    assert "output.finished_sending" in kvc001[0][3]
+    assert "output.finished_recving" in kvc001[1][3]
+    assert {f[2] for f in found} == {"KVC001", "KVC002"}
