@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -76,6 +77,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_CLEAN
+    except Exception as exc:  # noqa: BLE001 - a kvlint bug: one line unless --verbose
+        arguments = sys.argv[1:] if argv is None else list(argv)
+        if "--verbose" in arguments or "-v" in arguments:
+            traceback.print_exc()
+        summary = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        sys.stderr.write(f"kvlint: internal error: {summary} (run with --verbose for the traceback)\n")
+        return EXIT_USAGE
 
 
 def _main(argv: Sequence[str] | None) -> int:

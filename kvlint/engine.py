@@ -11,11 +11,10 @@ KVC900/KVC902 finding; nothing here prints, exits or writes.
 from __future__ import annotations
 
 import ast
-import io
+import codecs
 import re
 import sys
 import threading
-import tokenize
 import traceback
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -83,19 +82,40 @@ def decode_source(data: bytes) -> str:
     if nul >= 0:
         line = data.count(b"\n", 0, nul) + 1
         raise SourceError("cannot parse: source contains a NUL byte", line, nul - (data.rfind(b"\n", 0, nul) + 1))
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as exc:
-        raise SourceError(f"cannot decode: {exc.msg if hasattr(exc, 'msg') else exc}") from None
+    encoding = "utf-8-sig" if data.startswith(codecs.BOM_UTF8) else "utf-8"
+    cookie = _coding_cookie(data)
+    if cookie is not None:
+        try:
+            encoding = codecs.lookup(cookie).name
+        except LookupError:
+            raise SourceError(f"cannot decode: unknown encoding {cookie!r} in the coding cookie") from None
+        if data.startswith(codecs.BOM_UTF8) and encoding != "utf-8":
+            raise SourceError(f"cannot decode: a UTF-8 byte order mark with a {cookie!r} coding cookie")
+        if encoding == "utf-8" and data.startswith(codecs.BOM_UTF8):
+            encoding = "utf-8-sig"
     try:
         text = data.decode(encoding)
-    except (UnicodeDecodeError, LookupError) as exc:
-        if isinstance(exc, UnicodeDecodeError):
-            line = data.count(b"\n", 0, exc.start) + 1
-            column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1)
-            raise SourceError(f"cannot decode as {encoding}: {exc.reason} at byte {exc.start}", line, column) from None
-        raise SourceError(f"cannot decode: unknown encoding {encoding!r}") from None
-    return text[1:] if text.startswith("\ufeff") else text
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1)
+        name = "utf-8" if encoding == "utf-8-sig" else encoding
+        raise SourceError(f"cannot decode as {name}: {exc.reason} at byte {exc.start}", line, column) from None
+    return text
+
+
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
+def _coding_cookie(data: bytes) -> str | None:
+    """Return the PEP 263 coding cookie of the first two lines, as CPython finds it."""
+    lines = data.split(b"\n", 2)[:2]
+    for number, line in enumerate(lines):
+        match = _COOKIE.match(line)
+        if match:
+            return match.group(1).decode("ascii", "replace")
+        if number == 0 and not re.match(rb"^[ \t\f]*(?:[#\r]|$)", line):
+            break  # the cookie may sit on line 2 only when line 1 is blank or a comment
+    return None
 
 
 def mentions_any(data: bytes | str, names: Iterable[str]) -> bool:

@@ -78,7 +78,7 @@ def run(
         prepared.sort(key=lambda p: p.display_path)
         all_names = (*names, *extra_names)
         reports = pool.map(_analyse, [(p, config, index, all_names) for p in prepared], progress)
-    reports += [FileReport(f.display_path, findings=(f,)) for f in unreadable]
+    reports += [FileReport(f.path, findings=(f,)) for f in unreadable]
     reports.sort(key=lambda r: r.display_path)
     result.reports = reports
     result.findings = sorted(finding for report in reports for finding in report.findings)

@@ -1,0 +1,16 @@
+"""kvlint is clean on its own source, and the bundled example tree is not."""
+
+from __future__ import annotations
+
+from tests.conftest import run_kvlint
+
+
+def test_kvlint_is_clean_on_its_own_source() -> None:
+    completed = run_kvlint("check", "kvlint", "tests", "scripts", "bench")
+    assert (completed.returncode, completed.stdout, completed.stderr) == (0, "", "")
+
+
+def test_example_tree_reports_findings() -> None:
+    completed = run_kvlint("check", "fixtures/vllm_like")
+    assert completed.returncode == 1
+    assert {"KVC001", "KVC002", "KVC003", "KVC004", "KVC005"} <= {line.split()[1] for line in completed.stdout.splitlines()}
