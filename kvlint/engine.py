@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import ast
 import codecs
+import functools
+import os
 import re
 import sys
 import threading
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +60,7 @@ class PreparedFile:
     segments: list[tuple[int, int, int]] = field(default_factory=list)  # (first, last, parent) of each unit
     relevant: bool = False
     local_names: tuple[str, ...] = ()  # names that make a unit of this file relevant besides the configured ones
+    optional_attributes: frozenset[str] = frozenset()  # attributes declared `KVConnectorOutput | None` here
     error: Finding | None = None
 
 
@@ -198,11 +202,8 @@ def prepare_source(
     prepared.lines = split_lines(text)
     prepared.imports = ImportTable.from_ast(tree, module_name, is_package)
     prepared.functions = index_entries(tree, module_name, prepared.imports, config.payload_class)
-    prepared.local_names = tuple(sorted(
-        prepared.imports.aliases_of(config.names())
-        | set(config.payload_optional_fields)
-        | declared_optional_attributes(tree, prepared.imports, config.payload_class)
-    ))
+    prepared.optional_attributes = frozenset(declared_optional_attributes(tree, prepared.imports, config.payload_class))
+    prepared.local_names = tuple(sorted(prepared.imports.aliases_of(config.names()) | prepared.optional_attributes))
     prepared.segments = _segments(tree)
     return prepared
 
@@ -220,17 +221,41 @@ def _parse_ast(text: str) -> ast.Module:
         raise SourceError(f"cannot parse: {exc}") from None
 
 
-def reduced_text(prepared: PreparedFile, names: Sequence[str]) -> tuple[str, list[int]]:
+@functools.lru_cache(maxsize=32)
+def _relevance_pattern(config: Config, extra_names: tuple[str, ...]) -> re.Pattern[str]:
+    """A unit is relevant when it mentions a configured name, or calls an output class.
+
+    Output classes count only when called: a function that merely annotates
+    `-> ModelRunnerOutput` holds nothing any rule looks at.
+    """
+    mentioned = {
+        name.rpartition(".")[2]
+        for name in (
+            *config.optional_fields, config.payload_class, *config.empty_sentinels, *config.connector_guards,
+            *config.connector_contexts, *config.optional_contexts, *config.connector_functions, *extra_names,
+        )
+        if name
+    }
+    called = {name.rpartition(".")[2] for name in config.output_classes if name}
+    alternatives = [rf"\b(?:{'|'.join(map(re.escape, sorted(mentioned)))})\b"]
+    if called:
+        alternatives.append(rf"\b(?:{'|'.join(map(re.escape, sorted(called)))})\s*\(")
+    alternatives.append(r"kvlint:\s*connector-path")
+    return re.compile("|".join(alternatives))
+
+
+def reduced_text(prepared: PreparedFile, config: Config, extra_names: Sequence[str] = ()) -> tuple[str, list[int]]:
     """Keep only the top-level units that mention a configured name.
 
     Returns the compact text and, for each of its lines, the original line
     number: libcst then parses a fraction of the file (SPEC section 9) and
     positions are mapped back at the edge.
     """
+    pattern = _relevance_pattern(config, tuple(sorted({*extra_names, *prepared.local_names})))
     lines = prepared.lines
     keep = [False] * (len(lines) + 2)
     segments = prepared.segments
-    relevant = [mentions_any("".join(lines[first - 1 : last]), names) for first, last, _ in segments]
+    relevant = [pattern.search("".join(lines[first - 1 : last])) is not None for first, last, _ in segments]
     for number, (first, last, parent) in enumerate(segments):
         if not (relevant[number] or (parent >= 0 and relevant[parent])):
             continue  # a class whose header mentions a name is kept whole, so its body is never empty
@@ -247,14 +272,21 @@ def reduced_text(prepared: PreparedFile, names: Sequence[str]) -> tuple[str, lis
     return text, kept_lines
 
 
-def analyse_prepared(prepared: PreparedFile, config: Config, index: TreeIndex, names: Sequence[str] = ()) -> FileReport:
-    """The costly stage: libcst over the relevant statements, the flow analysis and the rules."""
+def analyse_prepared(
+    prepared: PreparedFile, config: Config, index: TreeIndex, extra_names: Sequence[str] = ()
+) -> FileReport:
+    """The costly stage: libcst over the relevant statements, the flow analysis and the rules.
+
+    `extra_names` make more units relevant (the runner passes the tree index's
+    Optional-returning function names, so their call sites are analysed).
+    """
     if prepared.error is not None:
         return FileReport(prepared.display_path, findings=_unsuppressed([prepared.error], prepared, config))
     if not prepared.relevant:
         return FileReport(prepared.display_path)
     try:
-        sites = _run_with_deep_stack(lambda: _sites(prepared, config, index, names or config.names()))
+        names = (*extra_names, *index.candidate_names())
+        sites = _run_with_deep_stack(lambda: _sites(prepared, config, index, names))
     except SourceError as exc:
         finding = Finding(prepared.display_path, exc.line, exc.column, SYNTAX_ERROR, exc.message, exc.line, exc.column)
         return FileReport(prepared.display_path, findings=_unsuppressed([finding], prepared, config))
@@ -273,7 +305,7 @@ def _sites(prepared: PreparedFile, config: Config, index: TreeIndex, names: Sequ
 
     from kvlint.flow import FlowAnalysis
 
-    text, line_map = reduced_text(prepared, (*names, *prepared.local_names))
+    text, line_map = reduced_text(prepared, config, names)
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
@@ -290,39 +322,48 @@ def _sites(prepared: PreparedFile, config: Config, index: TreeIndex, names: Sequ
         return Span(line_map[start.line - 1], start.column, line_map[min(end.line, len(line_map)) - 1], end.column)
 
     analysis = FlowAnalysis(
-        wrapper.module, span_of, prepared.imports, index, config, prepared.module_name, prepared.lines
+        wrapper.module, span_of, prepared.imports, index, config, prepared.module_name, prepared.lines,
+        prepared.optional_attributes,
     )
     return analysis.run()
 
 
-def _run_with_deep_stack(work):  # type: ignore[no-untyped-def]
-    """Run `work` in a thread with a large stack so deep code raises RecursionError, not a crash."""
-    result: dict[str, object] = {}
+_analysis_executor: ThreadPoolExecutor | None = None
 
-    def target() -> None:
+
+def _forget_analysis_thread() -> None:
+    global _analysis_executor
+    _analysis_executor = None  # a forked child has no copy of the parent's threads
+
+
+os.register_at_fork(after_in_child=_forget_analysis_thread)
+
+
+def _run_with_deep_stack(work):  # type: ignore[no-untyped-def]
+    """Run `work` on this process's analysis thread, whose large stack turns deep code
+    into a RecursionError (reported as KVC900) instead of a crash of the process."""
+    global _analysis_executor
+    if _analysis_executor is None:
+        previous = threading.stack_size()
+        threading.stack_size(ANALYSIS_STACK_BYTES)
+        try:
+            _analysis_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvlint-analysis")
+            _analysis_executor.submit(lambda: None).result()  # start the thread while the stack size is set
+        finally:
+            threading.stack_size(previous)
+
+    def guarded():  # type: ignore[no-untyped-def]
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(limit, ANALYSIS_RECURSION_LIMIT))
         try:
-            result["value"] = work()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            result["error"] = exc
+            return work()
         finally:
             sys.setrecursionlimit(limit)
 
-    previous = threading.stack_size()
     try:
-        threading.stack_size(ANALYSIS_STACK_BYTES)
-        thread = threading.Thread(target=target, name="kvlint-analysis")
-        thread.start()
-    finally:
-        threading.stack_size(previous)
-    thread.join()
-    if "error" in result:
-        error = result["error"]
-        if isinstance(error, RecursionError):
-            raise SourceError("cannot parse: too deeply nested for kvlint to analyse")
-        raise error  # type: ignore[misc]
-    return result["value"]
+        return _analysis_executor.submit(guarded).result()
+    except RecursionError:
+        raise SourceError("cannot parse: too deeply nested for kvlint to analyse") from None
 
 
 def _findings(sites: Iterable[Site], prepared: PreparedFile) -> Iterable[Finding]:
@@ -367,4 +408,4 @@ def analyse_source(
     prepared = prepare_source(data, display_path, config, module_name)
     if index is None:
         index = TreeIndex(prepared.functions)
-    return analyse_prepared(prepared, config, index, (*config.names(), *index.candidate_names()))
+    return analyse_prepared(prepared, config, index)

@@ -208,6 +208,7 @@ class FlowAnalysis:
         config: Config,
         module_name: str,
         source_lines: Sequence[str],
+        optional_attributes: frozenset[str] = frozenset(),
     ) -> None:
         self.module = module
         self.span_of = span_of
@@ -216,6 +217,7 @@ class FlowAnalysis:
         self.config = config
         self.module_name = module_name
         self.source_lines = source_lines
+        self.optional_attributes = optional_attributes  # `self.x` declared `KVConnectorOutput | None` in this file
         self.sites: dict[tuple[object, ...], Site] = {}
         self.recording = True
         self.loops: list[LoopFrame] = []
@@ -736,24 +738,9 @@ class FlowAnalysis:
     def _stmt_ClassDef(self, node: cst.ClassDef, state: NullnessState) -> NullnessState:
         qualname = node.name.value if self.scope.qualname == "<module>" else f"{self.scope.qualname}.{node.name.value}"
         if self.recording:
-            self.pending.append((node, ScopeContext(qualname, self._class_optional_attributes(node))))
+            self.pending.append((node, ScopeContext(qualname, self.optional_attributes)))
         self._invalidate(node.name.value, state)
         return state
-
-    def _class_optional_attributes(self, node: cst.ClassDef) -> frozenset[str]:
-        """Attributes the class declares `KVConnectorOutput | None`."""
-        names: set[str] = set()
-        for ann in _walk(node.body, cst.AnnAssign):
-            target = ann.target
-            if isinstance(target, cst.Name):
-                name = target.value
-            elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
-                name = target.attr.value
-            else:
-                continue
-            if self._classify(ann.annotation.annotation) is AnnotationKind.OPTIONAL_PAYLOAD:
-                names.add(name)
-        return frozenset(names)
 
     # ------------------------------------------------------------ narrowing
 
@@ -1148,16 +1135,4 @@ def _pattern_names(pattern: cst.CSTNode) -> Iterator[str]:
             yield node.name.value
         elif isinstance(node, cst.MatchMapping) and node.rest is not None:
             yield node.rest.value
-        stack.extend(node.children)
-
-
-def _walk(root: cst.CSTNode, kind: type[cst.CSTNode]) -> Iterator[cst.CSTNode]:
-    """Yield the nodes of a kind below root, not descending into nested classes."""
-    stack = list(root.children)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, kind):
-            yield node
-        if isinstance(node, (cst.ClassDef, cst.BaseExpression)):
-            continue
         stack.extend(node.children)

@@ -76,8 +76,7 @@ def run(
             callers = [(f, d) for f, d in candidates if not mentions_any(d, names) and mentions_any(d, extra_names)]
             prepared += pool.map(_prepare, [(f, d, config, extra_names) for f, d in callers])
         prepared.sort(key=lambda p: p.display_path)
-        all_names = (*names, *extra_names)
-        reports = pool.map(_analyse, [(p, config, index, all_names) for p in prepared], progress)
+        reports = pool.map(_analyse, [(p, config, index, extra_names) for p in prepared], progress)
     reports += [FileReport(f.path, findings=(f,)) for f in unreadable]
     reports.sort(key=lambda r: r.display_path)
     result.reports = reports
