@@ -32,6 +32,8 @@ from kvlint.rules import INTERNAL_ERROR, SYNTAX_ERROR, site_rules
 from kvlint.sites import Site, Span
 from kvlint.tree_index import FunctionReturn, TreeIndex, index_entries
 
+MAX_FILE_BYTES = 5 * 2**20  # ten times vLLM's largest file; bounds time and memory per file
+MAX_FALLBACK_BRACKET_DEPTH = 100
 ANALYSIS_STACK_BYTES = 256 * 1024 * 1024  # the flow analysis recurses on expression depth
 ANALYSIS_RECURSION_LIMIT = 20_000
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
@@ -59,6 +61,8 @@ class PreparedFile:
     functions: list[FunctionReturn] = field(default_factory=list)
     segments: list[tuple[int, int, int]] = field(default_factory=list)  # (first, last, parent) of each unit
     relevant: bool = False
+    is_package: bool = False
+    fallback_error: Finding | None = None  # `ast` refused it; libcst may still parse it (newer syntax)
     local_names: tuple[str, ...] = ()  # names that make a unit of this file relevant besides the configured ones
     optional_attributes: frozenset[str] = frozenset()  # attributes declared `KVConnectorOutput | None` here
     error: Finding | None = None
@@ -82,6 +86,11 @@ def split_lines(text: str) -> list[str]:
 
 def decode_source(data: bytes) -> str:
     """Decode source bytes as Python does (BOM, coding cookie, UTF-8 default)."""
+    for bom, name in ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
+                      (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16")):
+        if data.startswith(bom):
+            raise SourceError(f"cannot decode: {name} (byte order mark); Python source must be UTF-8 "
+                              "or an ASCII-compatible encoding named in a coding cookie")
     nul = data.find(b"\0")
     if nul >= 0:
         line = data.count(b"\n", 0, nul) + 1
@@ -189,6 +198,10 @@ def prepare_source(
     names = (*config.names(), *extra_names)
     if not mentions_any(data, names):
         return prepared
+    if len(data) > MAX_FILE_BYTES:
+        message = f"not analysed: {len(data) / 2**20:.1f} MiB is over kvlint's {MAX_FILE_BYTES // 2**20} MiB limit per file"
+        prepared.error = Finding(display_path, 1, 0, SYNTAX_ERROR, message, 1, 0)
+        return prepared
     try:
         text = decode_source(data)
         prepared.text = text
@@ -197,7 +210,13 @@ def prepare_source(
         prepared.relevant = True
         tree = _parse_ast(text)
     except SourceError as exc:
-        prepared.error = Finding(display_path, exc.line, exc.column, SYNTAX_ERROR, exc.message, exc.line, exc.column)
+        finding = Finding(display_path, exc.line, exc.column, SYNTAX_ERROR, exc.message, exc.line, exc.column)
+        if prepared.relevant and _may_be_newer_syntax(exc.message, prepared.text):
+            prepared.fallback_error = finding  # libcst may know syntax newer than this Python's
+            prepared.lines = split_lines(prepared.text)
+            prepared.module_name, prepared.is_package = module_name, is_package
+        else:
+            prepared.error = finding
         return prepared
     prepared.lines = split_lines(text)
     prepared.imports = ImportTable.from_ast(tree, module_name, is_package)
@@ -206,6 +225,35 @@ def prepare_source(
     prepared.local_names = tuple(sorted(prepared.imports.aliases_of(config.names()) | prepared.optional_attributes))
     prepared.segments = _segments(tree)
     return prepared
+
+
+_NESTING_ERRORS = ("too many nested", "too deeply nested", "too many levels of indentation", "too many statically")
+
+
+def _may_be_newer_syntax(message: str, text: str) -> bool:
+    """Whether to let libcst try a file `ast` rejected: never for nesting limits, which
+    libcst's native parser survives worse than CPython (SPEC section 10)."""
+    if any(marker in message for marker in _NESTING_ERRORS) or "decode" in message or "NUL" in message:
+        return False
+    depth = deepest = 0
+    for char in text:
+        if char in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in ")]}":
+            depth -= 1
+    return deepest <= MAX_FALLBACK_BRACKET_DEPTH
+
+
+def encoding_problem(data: bytes, display_path: str) -> Finding | None:
+    """For a file the byte scan skipped: say if it cannot even be decoded (never a silent pass)."""
+    if data.isascii() and b"\0" not in data:
+        return None
+    try:
+        decode_source(data)
+    except SourceError as exc:
+        return Finding(display_path, exc.line, exc.column, SYNTAX_ERROR, exc.message, exc.line, exc.column)
+    return None
 
 
 def _parse_ast(text: str) -> ast.Module:
@@ -281,7 +329,7 @@ def analyse_prepared(
     Optional-returning function names, so their call sites are analysed).
     """
     if prepared.error is not None:
-        return FileReport(prepared.display_path, findings=_unsuppressed([prepared.error], prepared, config))
+        return FileReport(prepared.display_path, findings=tuple(_unsuppressed([prepared.error], prepared, config)))
     if not prepared.relevant:
         return FileReport(prepared.display_path)
     try:
@@ -305,14 +353,26 @@ def _sites(prepared: PreparedFile, config: Config, index: TreeIndex, names: Sequ
 
     from kvlint.flow import FlowAnalysis
 
-    text, line_map = reduced_text(prepared, config, names)
+    if prepared.fallback_error is not None:
+        text, line_map = prepared.text, list(range(1, len(prepared.lines) + 2))
+    else:
+        text, line_map = reduced_text(prepared, config, names)
     try:
         module = cst.parse_module(text)
-    except cst.ParserSyntaxError as exc:
-        line = line_map[min(exc.raw_line, len(line_map)) - 1] if line_map else 1
-        raise SourceError(f"cannot parse: {exc.message}", line, exc.raw_column) from None
-    except RecursionError:
-        raise SourceError("cannot parse: too deeply nested") from None
+    except (cst.ParserSyntaxError, SyntaxError, RecursionError) as exc:
+        if prepared.fallback_error is not None:
+            error = prepared.fallback_error
+            raise SourceError(error.message, error.line, error.column) from None
+        if isinstance(exc, RecursionError):
+            raise SourceError("cannot parse: too deeply nested") from None
+        if isinstance(exc, cst.ParserSyntaxError):
+            line = line_map[min(exc.raw_line, len(line_map)) - 1] if line_map else 1
+            raise SourceError(f"cannot parse: {exc.message.splitlines()[0]}", line, exc.raw_column) from None
+        raise SourceError(f"cannot parse: {exc}") from None
+    if prepared.fallback_error is not None:
+        from kvlint.flow import imports_from_cst
+
+        prepared.imports = imports_from_cst(module, prepared.module_name, prepared.is_package)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
 

@@ -1136,3 +1136,21 @@ def _pattern_names(pattern: cst.CSTNode) -> Iterator[str]:
         elif isinstance(node, cst.MatchMapping) and node.rest is not None:
             yield node.rest.value
         stack.extend(node.children)
+
+
+def imports_from_cst(module: cst.Module, module_name: str, is_package: bool) -> ImportTable:
+    """The import table of a module only libcst could parse (syntax newer than this Python)."""
+    import ast
+
+    statements: list[ast.stmt] = []
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            try:
+                statements.extend(ast.parse(cst.Module(body=[cst.SimpleStatementLine(body=[node])]).code).body)
+            except (SyntaxError, ValueError):
+                pass
+        elif not isinstance(node, cst.BaseExpression):
+            stack.extend(node.children)
+    return ImportTable.from_ast(ast.Module(body=statements, type_ignores=[]), module_name, is_package)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -17,7 +18,15 @@ from pathlib import Path
 
 from kvlint.config import Config
 from kvlint.discovery import SourceFile, UnreadablePath, iter_python_files, read_source
-from kvlint.engine import FileReport, PreparedFile, analyse_prepared, mentions_any, module_name_for, prepare_source
+from kvlint.engine import (
+    FileReport,
+    PreparedFile,
+    analyse_prepared,
+    encoding_problem,
+    mentions_any,
+    module_name_for,
+    prepare_source,
+)
 from kvlint.findings import Finding
 from kvlint.rules import INTERNAL_ERROR, UNREADABLE
 from kvlint.tree_index import TreeIndex
@@ -68,6 +77,11 @@ def run(
 
     names = config.names()
     relevant = [(f, d) for f, d in candidates if mentions_any(d, names)]
+    for source, data in candidates:
+        if not mentions_any(data, names):
+            problem = encoding_problem(data, source.display_path)
+            if problem is not None:
+                unreadable.append(problem)
     with _Pool(jobs, len(relevant)) as pool:
         prepared = pool.map(_prepare, [(f, d, config, ()) for f, d in relevant])
         index = _build_index(prepared, candidates, relevant)
@@ -77,7 +91,7 @@ def run(
             prepared += pool.map(_prepare, [(f, d, config, extra_names) for f, d in callers])
         prepared.sort(key=lambda p: p.display_path)
         reports = pool.map(_analyse, [(p, config, index, extra_names) for p in prepared], progress)
-    reports += [FileReport(f.path, findings=(f,)) for f in unreadable]
+    reports += [FileReport(f.path, findings=(f,)) for f in unreadable]  # KVC901, and KVC900 of skipped files
     reports.sort(key=lambda r: r.display_path)
     result.reports = reports
     result.findings = sorted(finding for report in reports for finding in report.findings)
@@ -143,7 +157,7 @@ class _Pool:
                     progress(done, len(items))
             return results
         if self.executor is None:
-            self.executor = ProcessPoolExecutor(max_workers=self.jobs)
+            self.executor = ProcessPoolExecutor(max_workers=self.jobs, initializer=_quiet_worker)
         futures = [self.executor.submit(function, item) for item in items]
         results: list[object] = []
         for done, (future, item) in enumerate(zip(futures, items), start=1):
@@ -157,9 +171,14 @@ class _Pool:
         return results
 
 
+def _quiet_worker() -> None:
+    """Workers leave Ctrl-C to the parent, which stops the run once, without tracebacks."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _isolated(function, item):  # type: ignore[no-untyped-def]
     """Retry one item in a fresh process; if that process dies too, report the file."""
-    with ProcessPoolExecutor(max_workers=1) as executor:
+    with ProcessPoolExecutor(max_workers=1, initializer=_quiet_worker) as executor:
         try:
             return executor.submit(function, item).result()
         except BrokenProcessPool:
