@@ -83,14 +83,16 @@ def run(
             if problem is not None:
                 unreadable.append(problem)
     with _Pool(jobs, len(relevant)) as pool:
-        prepared = pool.map(_prepare, [(f, d, config, ()) for f, d in relevant])
+        prepared = pool.map(_prepare, [(f, d, config, ()) for f, d in relevant], on_crash=_prepare_crashed)
         index = _build_index(prepared, candidates, relevant)
         extra_names = tuple(sorted(index.candidate_names()))
         if extra_names:
             callers = [(f, d) for f, d in candidates if not mentions_any(d, names) and mentions_any(d, extra_names)]
-            prepared += pool.map(_prepare, [(f, d, config, extra_names) for f, d in callers])
+            prepared += pool.map(_prepare, [(f, d, config, extra_names) for f, d in callers], on_crash=_prepare_crashed)
         prepared.sort(key=lambda p: p.display_path)
-        reports = pool.map(_analyse, [(p, config, index, extra_names) for p in prepared], progress)
+        reports = pool.map(
+            _analyse, [(p, config, index, extra_names) for p in prepared], progress, on_crash=_analyse_crashed
+        )
     reports += [FileReport(f.path, findings=(f,)) for f in unreadable]  # KVC901, and KVC900 of skipped files
     reports.sort(key=lambda r: r.display_path)
     result.reports = reports
@@ -146,8 +148,8 @@ class _Pool:
         if self.executor is not None:
             self.executor.shutdown(cancel_futures=True)
 
-    def map(self, function, items, progress=None):  # type: ignore[no-untyped-def]
-        """Apply `function` to each item, in order; isolate and report crashes."""
+    def map(self, function, items, progress=None, on_crash=None):  # type: ignore[no-untyped-def]
+        """Apply `function` to each item, in order; an item whose process dies twice gets `on_crash(item)`."""
         items = list(items)
         if not self.parallel or len(items) < PARALLEL_THRESHOLD:
             results = []
@@ -164,7 +166,7 @@ class _Pool:
             try:
                 results.append(future.result())
             except BrokenProcessPool:
-                results.append(_isolated(function, item))
+                results.append(_isolated(function, item, on_crash))
                 self.executor = None
             if progress:
                 progress(done, len(items))
@@ -176,17 +178,26 @@ def _quiet_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _isolated(function, item):  # type: ignore[no-untyped-def]
-    """Retry one item in a fresh process; if that process dies too, report the file."""
+def _isolated(function, item, on_crash):  # type: ignore[no-untyped-def]
+    """Retry one item in a fresh process; if that process dies too, report the item."""
     with ProcessPoolExecutor(max_workers=1, initializer=_quiet_worker) as executor:
         try:
             return executor.submit(function, item).result()
         except BrokenProcessPool:
             pass
-    display = item[0].display_path
-    finding = Finding(display, 1, 0, INTERNAL_ERROR,
-                      "the analysis process crashed on this file (run with --verbose and report it)", 1, 0)
-    if function is _prepare:
-        prepared = PreparedFile(display, "", error=finding)
-        return prepared
-    return FileReport(display, findings=(finding,))
+    if on_crash is None:
+        raise RuntimeError("a worker process crashed")
+    return on_crash(item)
+
+
+def _crashed(display_path: str) -> Finding:
+    return Finding(display_path, 1, 0, INTERNAL_ERROR,
+                   "the analysis process crashed on this file (run with --verbose and report it)", 1, 0)
+
+
+def _prepare_crashed(args: tuple[SourceFile, bytes, Config, tuple[str, ...]]) -> PreparedFile:
+    return PreparedFile(args[0].display_path, "", error=_crashed(args[0].display_path))
+
+
+def _analyse_crashed(args: tuple[PreparedFile, Config, TreeIndex, tuple[str, ...]]) -> FileReport:
+    return FileReport(args[0].display_path, findings=(_crashed(args[0].display_path),))
