@@ -36,6 +36,7 @@ MAX_FILE_BYTES = 5 * 2**20  # ten times vLLM's largest file; bounds time and mem
 MAX_FALLBACK_BRACKET_DEPTH = 100
 ANALYSIS_STACK_BYTES = 256 * 1024 * 1024  # the flow analysis recurses on expression depth
 ANALYSIS_RECURSION_LIMIT = 20_000
+EVERYTHING = ("",)  # extra names under which every file and every unit is relevant (fuzzing, corpus runs)
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
