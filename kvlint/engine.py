@@ -277,6 +277,8 @@ def _relevance_pattern(config: Config, extra_names: tuple[str, ...]) -> re.Patte
     Output classes count only when called: a function that merely annotates
     `-> ModelRunnerOutput` holds nothing any rule looks at.
     """
+    if "" in extra_names:
+        return re.compile("")  # EVERYTHING: every unit is relevant
     mentioned = {
         name.rpartition(".")[2]
         for name in (

@@ -19,6 +19,7 @@ from pathlib import Path
 from kvlint.config import Config
 from kvlint.discovery import SourceFile, UnreadablePath, iter_python_files, read_source
 from kvlint.engine import (
+    EVERYTHING,
     FileReport,
     PreparedFile,
     analyse_prepared,
@@ -55,9 +56,13 @@ def default_jobs() -> int:
 
 def run(
     paths: Sequence[Path], config: Config, jobs: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None, everything: bool = False,
 ) -> RunResult:
-    """Check every Python file under `paths` with `config`."""
+    """Check every Python file under `paths` with `config`.
+
+    `everything` skips the byte scan and analyses every unit of every file (the
+    corpus run and fuzzing use it to exercise the parser and the flow analysis).
+    """
     started = time.perf_counter()
     jobs = jobs or default_jobs()
     result = RunResult()
@@ -75,7 +80,7 @@ def run(
             continue
         candidates.append((entry, data))
 
-    names = config.names()
+    names = EVERYTHING if everything else config.names()
     relevant = [(f, d) for f, d in candidates if mentions_any(d, names)]
     for source, data in candidates:
         if not mentions_any(data, names):
@@ -83,10 +88,10 @@ def run(
             if problem is not None:
                 unreadable.append(problem)
     with _Pool(jobs, len(relevant)) as pool:
-        prepared = pool.map(_prepare, [(f, d, config, ()) for f, d in relevant], on_crash=_prepare_crashed)
+        prepared = pool.map(_prepare, [(f, d, config, names) for f, d in relevant], on_crash=_prepare_crashed)
         index = _build_index(prepared, candidates, relevant)
-        extra_names = tuple(sorted(index.candidate_names()))
-        if extra_names:
+        extra_names = EVERYTHING if everything else tuple(sorted(index.candidate_names()))
+        if extra_names and not everything:
             callers = [(f, d) for f, d in candidates if not mentions_any(d, names) and mentions_any(d, extra_names)]
             prepared += pool.map(_prepare, [(f, d, config, extra_names) for f, d in callers], on_crash=_prepare_crashed)
         prepared.sort(key=lambda p: p.display_path)
