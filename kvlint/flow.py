@@ -387,6 +387,12 @@ class FlowAnalysis:
     def _invalidate(self, key: str, state: NullnessState) -> None:
         self._bind(key, UNTRACKED, state)
 
+    def _forget(self, name: str, state: NullnessState) -> None:
+        """A `def`/`class` rebinds a name to something defined here: untrack it, but let
+        it resolve to itself (a module defining `ModelRunnerOutput` then constructs it)."""
+        for existing in [k for k in state.values if k == name or k.startswith((name + ".", name + "["))]:
+            del state.values[existing]
+
     def _assign(self, target: cst.BaseExpression, value: Value, state: NullnessState, value_node: cst.CSTNode | None) -> None:
         if isinstance(target, cst.Name):
             if (
@@ -408,6 +414,14 @@ class FlowAnalysis:
             self._sink(target.value, receiver, f"attribute assignment `.{target.attr.value}`", target, state)
             if receiver.sentinel:
                 self._record_mutation(target, target.value, state)
+            if target.attr.value in self.config.optional_fields:
+                reason = state.connector_path_reason()
+                self._record(
+                    SiteKind.OPTIONAL_WRITE, target, may_be_none=value.nullness is not Nullness.NOT_NONE,
+                    guard=value.guard, origin=value.origin,
+                    on_connector_path=bool(reason), path_reason=reason,
+                    connector_output_argument=self._code(value_node) if value_node is not None else "",
+                )
             key = ref_key(target)
             if key is not None:
                 if receiver.connector_output and target.attr.value in self.config.payload_optional_fields:
@@ -732,14 +746,14 @@ class FlowAnalysis:
         qualname = node.name.value if self.scope.qualname == "<module>" else f"{self.scope.qualname}.{node.name.value}"
         if self.recording:
             self.pending.append((node, ScopeContext(qualname, self.scope.class_optional_attributes)))
-        self._invalidate(node.name.value, state)
+        self._forget(node.name.value, state)
         return state
 
     def _stmt_ClassDef(self, node: cst.ClassDef, state: NullnessState) -> NullnessState:
         qualname = node.name.value if self.scope.qualname == "<module>" else f"{self.scope.qualname}.{node.name.value}"
         if self.recording:
             self.pending.append((node, ScopeContext(qualname, self.optional_attributes)))
-        self._invalidate(node.name.value, state)
+        self._forget(node.name.value, state)
         return state
 
     # ------------------------------------------------------------ narrowing
@@ -842,6 +856,8 @@ class FlowAnalysis:
         if matches(callee, self.config.connector_guards):
             self._eval(test, state)
             name = callee.rpartition(".")[2] if callee else "?"
+            self._record(SiteKind.CONNECTOR_GUARD, test, on_connector_path=bool(state.connector_path_reason()),
+                         path_reason=state.connector_path_reason())
             true_state, false_state = state, state.copy()
             true_state.path, true_state.path_reason = PathFact.ON, f"`{name}()` is true here"
             false_state.path, false_state.path_reason = PathFact.OFF, ""

@@ -81,18 +81,22 @@ def run(
         candidates.append((entry, data))
 
     names = EVERYTHING if everything else config.names()
-    relevant = [(f, d) for f, d in candidates if mentions_any(d, names)]
+    relevant: list[tuple[SourceFile, bytes]] = []
+    skipped: list[tuple[SourceFile, bytes]] = []
     for source, data in candidates:
-        if not mentions_any(data, names):
-            problem = encoding_problem(data, source.display_path)
-            if problem is not None:
-                unreadable.append(problem)
+        if mentions_any(data, names):
+            relevant.append((source, data))
+            continue
+        skipped.append((source, data))
+        problem = encoding_problem(data, source.display_path)
+        if problem is not None:
+            unreadable.append(problem)
     with _Pool(jobs, len(relevant)) as pool:
         prepared = pool.map(_prepare, [(f, d, config, names) for f, d in relevant], on_crash=_prepare_crashed)
-        index = _build_index(prepared, candidates, relevant)
+        index = _build_index(prepared, skipped)
         extra_names = EVERYTHING if everything else tuple(sorted(index.candidate_names()))
         if extra_names and not everything:
-            callers = [(f, d) for f, d in candidates if not mentions_any(d, names) and mentions_any(d, extra_names)]
+            callers = [(f, d) for f, d in skipped if mentions_any(d, extra_names)]
             prepared += pool.map(_prepare, [(f, d, config, extra_names) for f, d in callers], on_crash=_prepare_crashed)
         prepared.sort(key=lambda p: p.display_path)
         reports = pool.map(
@@ -122,19 +126,21 @@ def _analyse(args: tuple[PreparedFile, Config, TreeIndex, tuple[str, ...]]) -> F
     return analyse_prepared(prepared, config, index, names)
 
 
-def _build_index(
-    prepared: list[PreparedFile], candidates: list[tuple[SourceFile, bytes]], relevant: list[tuple[SourceFile, bytes]]
-) -> TreeIndex:
-    """Merge the files' function entries; a name also defined in an unscanned file is not Optional-only."""
+def _build_index(prepared: list[PreparedFile], skipped: list[tuple[SourceFile, bytes]]) -> TreeIndex:
+    """Merge the files' function entries; a name also defined in a skipped file is not Optional-only."""
     entries = [entry for p in prepared for entry in p.functions]
     first = TreeIndex(entries)
     if not first.optional_method_names:
         return first
-    pattern = re.compile(
-        rb"\bdef\s+(" + b"|".join(re.escape(n.encode()) for n in sorted(first.optional_method_names)) + rb")\b"
-    )
-    scanned = {id(d) for _, d in relevant}
-    elsewhere = {m.group(1).decode() for _, d in candidates if id(d) not in scanned for m in pattern.finditer(d)}
+    names = sorted(first.optional_method_names)
+    pattern = re.compile(rb"\bdef\s+(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b")
+    encoded = [name.encode() for name in names]
+    elsewhere = {
+        match.group(1).decode()
+        for _, data in skipped
+        if any(name in data for name in encoded)
+        for match in pattern.finditer(data)
+    }
     return TreeIndex(entries, elsewhere)
 
 

@@ -27,10 +27,12 @@ class SiteKind(str, enum.Enum):
     OUTPUT_CONSTRUCTION = "output-construction"  # ModelRunnerOutput(...)
     PAYLOAD_CONSTRUCTION = "payload-construction"  # KVConnectorOutput(...)
     OPTIONAL_ACCESS = "optional-access"  # a read of x.kv_connector_output
+    OPTIONAL_WRITE = "optional-write"  # x.kv_connector_output = value (attaching an output)
     DEREFERENCE = "dereference"  # a sink applied to a tracked value
     SENTINEL_USE = "sentinel-use"  # EMPTY_MODEL_RUNNER_OUTPUT returned/copied/...
     CONNECTOR_CONTEXT = "connector-context"  # with _get_kv_connector_output(...)
     CONNECTOR_FUNCTION = "connector-function"  # a function on a connector path
+    CONNECTOR_GUARD = "connector-guard"  # has_kv_transfer_group() tested in a condition
 
 
 class DerefTarget(str, enum.Enum):
@@ -61,11 +63,11 @@ class Site:
 
     kind: SiteKind
     span: Span
-    function: str  # enclosing scope: "Class.method", "func.<locals>.inner", "<module>"
+    function: str  # enclosing scope: "Class.method", "func.inner", "func.<lambda>", "<module>"
     expression: str  # the source text of the site, shortened to one line
     operand: str = ""  # for a dereference: the maybe-None expression itself
     on_connector_path: bool = False
-    may_be_none: bool = False
+    may_be_none: bool = False  # for an optional-write: the attached value may be None (or is unknown)
     guard: str = ""  # how a value was proven non-None ("" when not proven)
     origin: str = ""  # where a maybe-None value came from, e.g. `out.kv_connector_output`
     deref_target: DerefTarget | None = None
