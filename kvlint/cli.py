@@ -1,4 +1,4 @@
-"""The `kvlint` command: `check`, `rules`, `explain`. It parses arguments, calls the
+"""The `kvlint` command: `check`, `audit`, `rules`, `explain`. It parses arguments, calls the
 runner, prints a format; it analyses nothing itself.
 
 Exit status: 0 no findings, 1 findings, 2 usage or configuration error, 130 on Ctrl-C.
@@ -16,6 +16,7 @@ from pathlib import Path
 from kvlint import __version__
 from kvlint.config import Config, ConfigError, load_config
 from kvlint.output import FORMATS
+from kvlint.report_formats import AUDIT_FORMATS
 from kvlint.rules import RULES, rules_table_markdown
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -39,6 +40,19 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     check.add_argument("--jobs", "-j", type=_positive, metavar="N", help="worker processes (default: CPU count)")
     check.add_argument("--verbose", "-v", action="store_true", help="show tracebacks of internal errors")
+    _add_report_options(check)
+
+    audit = commands.add_parser("audit", help="inventory every output, connector-output read and sentinel use")
+    audit.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="files or directories (default: .)")
+    audit.add_argument("--format", choices=list(AUDIT_FORMATS), default="text", help="output format (default: text)")
+    audit.add_argument("--select", type=_codes, help="comma-separated codes or prefixes to report")
+    audit.add_argument("--ignore", type=_codes, help="comma-separated codes or prefixes not to report")
+    audit.add_argument("--config", type=Path, metavar="FILE", help="read [tool.kvlint] / [kvlint] from this file")
+    audit.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    audit.add_argument("--jobs", "-j", type=_positive, metavar="N", help="worker processes (default: CPU count)")
+    audit.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no notes on stderr")
+    audit.add_argument("--verbose", "-v", action="store_true", help="show tracebacks of internal errors")
+    _add_report_options(audit)
 
     rules = commands.add_parser("rules", help="list every rule")
     rules.add_argument("--format", choices=("text", "markdown"), default="text", help="output format (default: text)")
@@ -93,8 +107,14 @@ def _main(argv: Sequence[str] | None) -> int:
         return _rules(args.format)
     if args.command == "explain":
         return _explain(args.code)
-    if args.command == "check":
-        return _check(args)
+    try:
+        if args.command == "check":
+            return _check(args)
+        if args.command == "audit":
+            return _audit(args)
+    except _UsageError as exc:
+        sys.stderr.write(f"kvlint: {exc}\n")
+        return EXIT_USAGE
     parser.print_help()
     return EXIT_USAGE
 
@@ -146,12 +166,108 @@ def _check(args: argparse.Namespace) -> int:
         sys.stderr.write(f"kvlint: {path}: no such file or directory\n")
     if missing:
         return EXIT_USAGE
+    baseline = _read_baseline(args)
     result = run(args.paths, config, jobs=args.jobs)
-    sys.stdout.write(FORMATS[args.format](result.findings))
+    findings, _ = _new_findings(args, baseline, result.findings)
+    _emit(args.output, FORMATS[args.format](findings))
     if args.verbose:
         for report in result.reports:
             if report.traceback:
                 sys.stderr.write(f"--- traceback for {report.display_path}\n{report.traceback}")
-    if result.findings and not args.exit_zero:
+    if findings and not args.exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
+class _UsageError(Exception):
+    """A problem with the command line or a file it names: one line on stderr, exit 2."""
+
+
+def _add_report_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--output", "-o", type=Path, metavar="FILE",
+                        help="write the report to FILE (atomically) instead of stdout")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--baseline", type=Path, metavar="FILE", help="report only findings FILE does not record")
+    group.add_argument("--write-baseline", type=Path, metavar="FILE",
+                       help="record every current finding in FILE; none is then reported")
+
+
+def _read_baseline(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from kvlint.baseline import Baseline, BaselineError
+
+    if args.baseline is None:
+        return None
+    try:
+        return Baseline.load(args.baseline)
+    except BaselineError as exc:
+        raise _UsageError(str(exc)) from None
+
+
+def _new_findings(args: argparse.Namespace, baseline, findings):  # type: ignore[no-untyped-def]
+    """Apply --baseline / --write-baseline; return the findings to report and how many a baseline hid."""
+    from kvlint.baseline import write_baseline
+
+    if args.write_baseline is not None:
+        try:
+            count = write_baseline(args.write_baseline, findings)
+        except OSError as exc:
+            reason = (exc.strerror or str(exc)).lower()
+            raise _UsageError(f"{args.write_baseline}: cannot write baseline: {reason}") from None
+        if not getattr(args, "quiet", False):
+            sys.stderr.write(f"kvlint: recorded {count} finding{'s' if count != 1 else ''} in {args.write_baseline}\n")
+        return [], count  # every finding is now recorded: none is new
+    if baseline is None:
+        return list(findings), 0
+    return baseline.new_findings(findings)
+
+
+def _emit(output: Path | None, text: str) -> None:
+    """Print `text`, or write it atomically to `output`."""
+    from kvlint.atomic import write_atomic
+
+    if output is None or str(output) == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        write_atomic(output, text)
+    except OSError as exc:
+        raise _UsageError(f"{output}: cannot write: {(exc.strerror or str(exc)).lower()}") from None
+
+
+def _audit(args: argparse.Namespace) -> int:
+    import shutil
+
+    from kvlint.audit import build_audit
+    from kvlint.report_formats import ProgressBar, audit_text
+    from kvlint.runner import run
+
+    config = _load(args)
+    if config is None:
+        return EXIT_USAGE
+    missing = [path for path in args.paths if not os.path.lexists(path)]
+    for path in missing:
+        sys.stderr.write(f"kvlint: {path}: no such file or directory\n")
+    if missing:
+        return EXIT_USAGE
+    baseline = _read_baseline(args)
+    with ProgressBar(enabled=not args.quiet and sys.stderr.isatty()) as progress:
+        result = run(args.paths, config, jobs=args.jobs, progress=progress)
+    findings, baselined = _new_findings(args, baseline, result.findings)
+    shown = [path.as_posix() for path in args.paths] or ["."]
+    report = build_audit(result, config, shown, findings, baselined)
+    if args.format == "text":
+        terminal = args.output is None and sys.stdout.isatty()
+        forced = args.output is None and bool(os.environ.get("FORCE_COLOR"))  # e.g. CI logs, which are no tty
+        color = (terminal or forced) and not os.environ.get("NO_COLOR")
+        width = shutil.get_terminal_size().columns if terminal else None
+        text = audit_text(report, color=color, width=width)
+    else:
+        text = AUDIT_FORMATS[args.format](report)
+    _emit(args.output, text)
+    if args.verbose:
+        for file_report in result.reports:
+            if file_report.traceback:
+                sys.stderr.write(f"--- traceback for {file_report.display_path}\n{file_report.traceback}")
+    if findings and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN

@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable, Sequence
 
 from kvlint.findings import Finding
+from kvlint.report_formats import as_sarif
 
 
 def as_text(findings: Sequence[Finding]) -> str:
@@ -60,4 +61,5 @@ FORMATS: dict[str, Callable[[Sequence[Finding]], str]] = {
     "text": as_text,
     "json": as_json,
     "github": as_github,
+    "sarif": as_sarif,
 }

@@ -1,0 +1,215 @@
+"""Wall time of `kvlint audit` on a whole vLLM release against ruff's pyflakes rules and grep.
+
+    .venv/bin/python bench/audit_bench.py                 # vLLM 0.33.0, 7 alternating rounds
+    .venv/bin/python bench/audit_bench.py --rounds 11 --version 0.33.0 --phases
+
+Every round runs the three commands in turn (the order alternates from round
+to round), each cold: kvlint with no result cache of any kind (a
+`.kvlint-cache` in the tree is removed first), ruff with `--no-cache`. It
+prints medians, the kvlint/ruff ratio, the grep floor and the peak memory of
+each command (all its processes together, and its largest process, sampled
+from /proc). `--phases` adds where kvlint's time goes, measured
+in-process with one job. ruff comes from PyPI into a venv under
+~/.cache/kvlint/bench-venvs/ruff; vLLM from the test suite's source cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+BENCH_VENVS = Path.home() / ".cache" / "kvlint" / "bench-venvs"
+# as a user runs it: Python may keep its .pyc files (some sandboxes set PYTHONDONTWRITEBYTECODE)
+ENVIRONMENT = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+
+
+def ruff_executable() -> Path:
+    """ruff from PyPI in its own venv (created once)."""
+    venv = BENCH_VENVS / "ruff"
+    ruff = venv / "bin" / "ruff"
+    if not ruff.exists():
+        BENCH_VENVS.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "ruff"], check=True)
+    return ruff
+
+
+def commands(jobs: int | None) -> dict[str, list[str]]:
+    kvlint = [sys.executable, "-m", "kvlint", "audit", "vllm", "--format", "json", "--quiet", "--exit-zero"]
+    if jobs:
+        kvlint += ["--jobs", str(jobs)]
+    return {
+        "kvlint audit": kvlint,
+        "ruff check --select F --no-cache": [str(ruff_executable()), "check", "--select", "F", "--no-cache",
+                                             "--quiet", "--exit-zero", "vllm"],
+        "grep -rl kv_connector_output": ["grep", "-rl", "kv_connector_output", "vllm"],
+    }
+
+
+def _tree_memory_kib(pid: int) -> tuple[int, int]:
+    """(resident memory of a process and all its descendants, largest VmHWM among them), from /proc."""
+    total, largest, stack, seen = 0, 0, [pid], set()
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        try:
+            with open(f"/proc/{current}/status") as status:
+                fields = dict(line.split(":", 1) for line in status if ":" in line)
+            total += int(fields.get("VmRSS", "0 kB").split()[0])
+            largest = max(largest, int(fields.get("VmHWM", "0 kB").split()[0]))
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as children:
+                    stack.extend(int(child) for child in children.read().split())
+        except (OSError, ValueError):
+            continue
+    return total, largest
+
+
+def timed_run(command: list[str], cwd: Path, sample_memory: bool = False) -> tuple[float, float, int, int]:
+    """Run once; return (wall s, CPU s of all its processes, peak RSS of the process tree KiB, of its largest KiB).
+
+    Memory is sampled from /proc every few milliseconds, and only when asked (it costs a little time).
+    """
+    shutil.rmtree(cwd / ".kvlint-cache", ignore_errors=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               stdin=subprocess.DEVNULL, env=ENVIRONMENT)
+    tree_peak = largest = 0
+    if sample_memory:
+        while process.poll() is None:
+            total, hwm = _tree_memory_kib(process.pid)
+            tree_peak, largest = max(tree_peak, total), max(largest, hwm)
+            time.sleep(0.003)
+    process.wait()
+    elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    if process.returncode not in (0, 1):
+        raise SystemExit(f"{command[0]} failed ({process.returncode}): {process.stderr.read().decode()[-500:]}")
+    return elapsed, cpu, tree_peak, largest
+
+
+def tree_facts(tree: Path) -> str:
+    files = list((tree / "vllm").rglob("*.py"))
+    size = sum(path.stat().st_size for path in files)
+    lines = sum(path.read_bytes().count(b"\n") for path in files)
+    return f"{len(files):,} files, {size / 1e6:.1f} MB, {lines / 1e6:.2f} M lines"
+
+
+def phases(tree: Path) -> list[tuple[str, float]]:
+    """Where kvlint's time goes: the runner's and engine's steps timed in-process with one job."""
+    from collections import defaultdict
+
+    import libcst
+    import libcst.metadata
+
+    import kvlint.discovery
+    import kvlint.engine
+    import kvlint.flow
+    import kvlint.runner
+    from kvlint.config import Config
+
+    spent: defaultdict[str, float] = defaultdict(float)
+    labels: list[str] = []
+
+    def wrap(owner: object, name: str, label: str) -> None:
+        original = getattr(owner, name)
+
+        def timed(*args, **kwargs):  # type: ignore[no-untyped-def]
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent[label] += time.perf_counter() - started
+
+        setattr(owner, name, timed)
+        labels.append(label)
+
+    wrap(kvlint.runner, "read_source", "read every file")
+    wrap(kvlint.runner, "mentions_any", "byte scans in the runner (configured names, then callers)")
+    wrap(kvlint.runner, "_prepare", "prepare: decode, ast.parse, import table, index entries")
+    wrap(kvlint.engine, "_parse_ast", "  of which ast.parse")
+    wrap(kvlint.runner, "_build_index", "build the tree index (a regex over every file for `def name`)")
+    wrap(kvlint.runner, "_analyse", "analyse: libcst, flow, rules (in a thread with a large stack)")
+    wrap(kvlint.engine, "reduced_text", "  of which reduced_text")
+    wrap(libcst, "parse_module", "  of which libcst.parse_module")
+    wrap(libcst.metadata.MetadataWrapper, "resolve", "  of which PositionProvider")
+    wrap(kvlint.flow.FlowAnalysis, "run", "  of which flow analysis")
+    previous = os.getcwd()
+    os.chdir(tree)
+    try:
+        started = time.perf_counter()
+        kvlint.runner.run([Path("vllm")], Config(), jobs=1)
+        total = time.perf_counter() - started
+    finally:
+        os.chdir(previous)
+    accounted = sum(seconds for label, seconds in spent.items() if not label.startswith("  "))
+    rows = [(label, spent[label]) for label in labels]
+    rows.append(("discovery, display paths, sorting (the rest)", total - accounted))
+    rows.append(("run() in all, one job", total))
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", default="0.33.0", help="vLLM release (default: 0.33.0)")
+    parser.add_argument("--rounds", type=int, default=7, help="alternating rounds (default: 7)")
+    parser.add_argument("--jobs", type=int, help="kvlint --jobs (default: its own default, the CPU count)")
+    parser.add_argument("--phases", action="store_true", help="also time kvlint's steps in-process")
+    args = parser.parse_args()
+
+    from tests.vllm_sources import vllm_tree
+
+    tree = vllm_tree(args.version)
+    runs = commands(args.jobs)
+    names = list(runs)
+    for command in runs.values():  # warm the page cache and the .pyc files once; not counted
+        timed_run(command, tree)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    for round_number in range(args.rounds):
+        order = names if round_number % 2 == 0 else names[::-1]
+        for name in order:
+            wall, seconds, _, _ = timed_run(runs[name], tree)
+            times[name].append(wall)
+            cpu[name].append(seconds)
+    memory = {name: timed_run(runs[name], tree, sample_memory=True)[2:] for name in names}
+
+    ruff_version = subprocess.run([runs[names[1]][0], "--version"], capture_output=True, text=True).stdout.strip()
+    print(f"vLLM {args.version}: {tree_facts(tree)}; {os.cpu_count()} CPUs; load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; Python {platform.python_version()}; {ruff_version}")
+    print(f"{args.rounds} alternating rounds, cold (no kvlint result cache, ruff --no-cache)\n")
+    print("| command | wall median s | min s | max s | CPU median s (user+sys) | peak RSS, all processes (MiB) "
+          "| peak RSS, largest process (MiB) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name in names:
+        series = times[name]
+        tree_peak, largest = memory[name]
+        print(f"| `{name}` | {statistics.median(series):.3f} | {min(series):.3f} | {max(series):.3f} "
+              f"| {statistics.median(cpu[name]):.3f} | {tree_peak / 1024:.0f} | {largest / 1024:.0f} |")
+    ratio = statistics.median(times[names[0]]) / statistics.median(times[names[1]])
+    cpu_ratio = statistics.median(cpu[names[0]]) / statistics.median(cpu[names[1]])
+    print(f"\nkvlint / ruff median wall-time ratio: {ratio:.2f} (target: below 1.0); CPU-time ratio: {cpu_ratio:.2f}")
+    if args.phases:
+        print("\n| kvlint step (in-process, one job) | seconds |\n| --- | ---: |")
+        for label, seconds in phases(tree):
+            print(f"| {label} | {seconds:.3f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

