@@ -1,14 +1,17 @@
 """The `kvlint` command: `check`, `audit`, `rules`, `explain`. It parses arguments, calls the
 runner, prints a format; it analyses nothing itself.
 
-Exit status: 0 no findings, 1 findings, 2 usage or configuration error, 130 on Ctrl-C.
+Exit status: 0 no findings, 1 findings, 2 usage or configuration error, 130 on Ctrl-C,
+143 on SIGTERM.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,7 +22,7 @@ from kvlint.output import FORMATS
 from kvlint.report_formats import AUDIT_FORMATS
 from kvlint.rules import RULES, rules_table_markdown
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 
 
 class _Parser(argparse.ArgumentParser):
@@ -79,13 +82,26 @@ def _positive(value: str) -> int:
     return number
 
 
+class _Terminated(Exception):
+    """SIGTERM arrived: stop like Ctrl-C does (temporary files removed, no traceback)."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise _Terminated()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         return _main(argv)
     except KeyboardInterrupt:
         sys.stderr.write("kvlint: interrupted\n")
         return EXIT_INTERRUPTED
+    except _Terminated:
+        sys.stderr.write("kvlint: terminated\n")
+        return EXIT_TERMINATED
     except BrokenPipeError:
         # stdout was closed early (`kvlint check | head`): not an error of ours
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The main job on a fresh clone: install kvlint into .venv and check the bundled
-# example tree (fixtures/vllm_like, a hand-written vLLM-shaped package with bugs).
+# The main job on a fresh clone: install kvlint into .venv and audit the bundled
+# example tree (fixtures/vllm_like, a hand-written vLLM-shaped package with bugs):
+# every output construction, connector-output read and sentinel use, then the findings.
 # Extra arguments replace the default path (e.g. `scripts/run-example.sh ~/src/vllm`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,8 +14,8 @@ if [ "$#" -eq 0 ]; then
     set -- fixtures/vllm_like
 fi
 status=0
-.venv/bin/kvlint check "$@" || status=$?
+.venv/bin/kvlint audit "$@" || status=$?
 if [ "$status" -eq 1 ]; then
-    echo "kvlint: findings above (exit 1 means findings; the example tree is full of them on purpose)" >&2
+    echo "kvlint: exit 1 means findings (the example tree is full of them on purpose)" >&2
 fi
 exit "$status"
