@@ -170,6 +170,8 @@ class _Pool:
                     progress(done, len(items))
             return results
         if self.executor is None:
+            import kvlint.flow  # noqa: F401 - imported once here, inherited by every forked worker (libcst: 0.1 s)
+
             self.executor = ProcessPoolExecutor(max_workers=self.jobs, initializer=_quiet_worker)
         futures = [self.executor.submit(function, item) for item in items]
         results: list[object] = []
