@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import ast
 import codecs
+import dataclasses
 import functools
 import os
 import re
 import sys
 import threading
 import traceback
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -132,6 +134,15 @@ def _coding_cookie(data: bytes) -> str | None:
     return None
 
 
+def _checked_text(text: str) -> str:
+    """Text a host decoded: only the NUL byte check of `decode_source` still applies."""
+    nul = text.find("\0")
+    if nul >= 0:
+        line = text.count("\n", 0, nul) + 1
+        raise SourceError("cannot parse: source contains a NUL byte", line, nul - (text.rfind("\n", 0, nul) + 1))
+    return text[1:] if text.startswith("\ufeff") else text
+
+
 def mentions_any(data: bytes | str, names: Iterable[str]) -> bool:
     """The byte scan: can this file concern kvlint at all?"""
     if isinstance(data, bytes):
@@ -191,10 +202,14 @@ def _segments(tree: ast.Module) -> list[tuple[int, int, int]]:
 
 
 def prepare_source(
-    data: bytes, display_path: str, config: Config, module_name: str = "", is_package: bool = False,
+    data: bytes | str, display_path: str, config: Config, module_name: str = "", is_package: bool = False,
     extra_names: Iterable[str] = (),
 ) -> PreparedFile:
-    """The cheap stage: decode, scan, `ast.parse`, import table and index entries."""
+    """The cheap stage: decode, scan, `ast.parse`, import table and index entries.
+
+    `data` is the file's bytes, or text a host already decoded (flake8 gives its
+    plugins decoded lines); text is used as it is.
+    """
     prepared = PreparedFile(display_path, module_name)
     names = (*config.names(), *extra_names)
     if not mentions_any(data, names):
@@ -204,7 +219,7 @@ def prepare_source(
         prepared.error = Finding(display_path, 1, 0, SYNTAX_ERROR, message, 1, 0)
         return prepared
     try:
-        text = decode_source(data)
+        text = decode_source(data) if isinstance(data, bytes) else _checked_text(data)
         prepared.text = text
         if not mentions_any(text, names):
             return prepared
@@ -259,7 +274,9 @@ def encoding_problem(data: bytes, display_path: str) -> Finding | None:
 
 def _parse_ast(text: str) -> ast.Module:
     try:
-        return ast.parse(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the analysed code's SyntaxWarnings are not kvlint's to print
+            return ast.parse(text)
     except SyntaxError as exc:
         line = exc.lineno or 1
         column = (exc.offset or 1) - 1
@@ -324,15 +341,20 @@ def reduced_text(prepared: PreparedFile, config: Config, extra_names: Sequence[s
 
 
 def analyse_prepared(
-    prepared: PreparedFile, config: Config, index: TreeIndex, extra_names: Sequence[str] = ()
+    prepared: PreparedFile, config: Config, index: TreeIndex, extra_names: Sequence[str] = (),
+    suppress: bool = True,
 ) -> FileReport:
     """The costly stage: libcst over the relevant statements, the flow analysis and the rules.
 
     `extra_names` make more units relevant (the runner passes the tree index's
     Optional-returning function names, so their call sites are analysed).
+    `suppress=False` keeps what `# noqa`, select/ignore and per-file-ignores would
+    drop, for a host that applies its own (flake8).
     """
+    if not suppress:
+        config = dataclasses.replace(config, select=(), ignore=(), per_file_ignores=())
     if prepared.error is not None:
-        return FileReport(prepared.display_path, findings=tuple(_unsuppressed([prepared.error], prepared, config)))
+        return FileReport(prepared.display_path, findings=tuple(_unsuppressed([prepared.error], prepared, config, suppress)))
     if not prepared.relevant:
         return FileReport(prepared.display_path)
     try:
@@ -340,14 +362,15 @@ def analyse_prepared(
         sites = _run_with_deep_stack(lambda: _sites(prepared, config, index, names))
     except SourceError as exc:
         finding = Finding(prepared.display_path, exc.line, exc.column, SYNTAX_ERROR, exc.message, exc.line, exc.column)
-        return FileReport(prepared.display_path, findings=_unsuppressed([finding], prepared, config))
+        return FileReport(prepared.display_path, findings=tuple(_unsuppressed([finding], prepared, config, suppress)))
     except Exception as exc:  # noqa: BLE001 - a kvlint bug must not stop the run
         message = f"internal error analysing this file: {type(exc).__name__}: {exc}"
         message = " ".join(message.split())[:300] + " (run with --verbose for the traceback)"
         finding = Finding(prepared.display_path, 1, 0, INTERNAL_ERROR, message, 1, 0)
         return FileReport(prepared.display_path, findings=(finding,), traceback=traceback.format_exc())
     findings = [*_findings(sites, prepared)]
-    return FileReport(prepared.display_path, tuple(sites), tuple(_unsuppressed(findings, prepared, config)), analysed=True)
+    kept = _unsuppressed(findings, prepared, config, suppress)
+    return FileReport(prepared.display_path, tuple(sites), tuple(kept), analysed=True)
 
 
 def _sites(prepared: PreparedFile, config: Config, index: TreeIndex, names: Sequence[str]) -> list[Site]:
@@ -444,7 +467,9 @@ def _findings(sites: Iterable[Site], prepared: PreparedFile) -> Iterable[Finding
             )
 
 
-def _unsuppressed(findings: Iterable[Finding], prepared: PreparedFile, config: Config) -> list[Finding]:
+def _unsuppressed(
+    findings: Iterable[Finding], prepared: PreparedFile, config: Config, noqa: bool = True
+) -> list[Finding]:
     """Drop what `# noqa`, select/ignore and per-file-ignores silence."""
     ignored = config.ignored_for(Path(prepared.display_path))
     mapping: dict[int, str] | None = None
@@ -452,7 +477,7 @@ def _unsuppressed(findings: Iterable[Finding], prepared: PreparedFile, config: C
     for finding in findings:
         if not config.is_enabled(finding.code) or finding.code.startswith(tuple(ignored)):
             continue
-        if prepared.lines and "noqa" in prepared.text.lower():
+        if noqa and prepared.lines and "noqa" in prepared.text.lower():
             if mapping is None:
                 mapping = noqa_line_mapping(prepared.lines)
             if is_suppressed(mapping.get(finding.line, ""), finding.code):
@@ -467,8 +492,7 @@ def analyse_source(
 ) -> FileReport:
     """Analyse one file on its own: the index is what the file itself shows unless one is given."""
     config = config or Config()
-    data = source.encode("utf-8") if isinstance(source, str) else source
-    prepared = prepare_source(data, display_path, config, module_name)
+    prepared = prepare_source(source, display_path, config, module_name)
     if index is None:
         index = TreeIndex(prepared.functions)
     return analyse_prepared(prepared, config, index)

@@ -126,6 +126,31 @@ def _analyse(args: tuple[PreparedFile, Config, TreeIndex, tuple[str, ...]]) -> F
     return analyse_prepared(prepared, config, index, names)
 
 
+def index_tree(paths: Sequence[Path], config: Config) -> tuple[TreeIndex, frozenset[str]]:
+    """The tree index of every file under `paths`, and the absolute paths it covers.
+
+    For a host that analyses files one at a time but was given a whole tree
+    (flake8): it then sees the same index `kvlint check` builds for `run`.
+    """
+    names = config.names()
+    prepared: list[PreparedFile] = []
+    skipped: list[tuple[SourceFile, bytes]] = []
+    covered: set[str] = set()
+    for entry in iter_python_files(paths, config):
+        if isinstance(entry, UnreadablePath):
+            continue
+        try:
+            data = read_source(entry.path)
+        except OSError:
+            continue
+        covered.add(os.path.abspath(entry.path))
+        if mentions_any(data, names):
+            prepared.append(_prepare((entry, data, config, ())))
+        else:
+            skipped.append((entry, data))
+    return _build_index(prepared, skipped), frozenset(covered)
+
+
 def _build_index(prepared: list[PreparedFile], skipped: list[tuple[SourceFile, bytes]]) -> TreeIndex:
     """Merge the files' function entries; a name also defined in a skipped file is not Optional-only."""
     entries = [entry for p in prepared for entry in p.functions]

@@ -3,6 +3,8 @@ finding lies inside its file. A longer run: `scripts/fuzz.py --examples N`."""
 
 from __future__ import annotations
 
+import warnings
+
 import hypothesmith
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -97,7 +99,9 @@ def test_vllm_shaped_programs(body: list[str], marked: bool) -> None:
     marker = "  # kvlint: connector-path" if marked else ""
     source = header + f"def step(self, out, outs, sched, flag):{marker}\n" + "\n".join(_indent(body)) + "\n"
     try:
-        compile(source, "fuzzed.py", "exec")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(source, "fuzzed.py", "exec")
     except SyntaxError:
         return  # `break` outside a loop and the like: not a program anyone writes
     findings = check_everything(source)
