@@ -142,6 +142,24 @@ def test_unreadable_file_as_an_unprivileged_user(tmp_path: Path) -> None:
     assert completed.stdout.splitlines() == [CANARY, "secret.py:1:1: KVC901 cannot read: permission denied"]
 
 
+def test_unlistable_directory_as_an_unprivileged_user(tmp_path: Path) -> None:
+    shutil.copy(NASTY / "canary.py", tmp_path / "canary.py")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "hidden.py").write_text(HEADER)
+    locked.chmod(0)
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+    try:
+        completed = subprocess.run(
+            _unprivileged([sys.executable, "-m", "kvlint", "check", "."]), cwd=tmp_path, capture_output=True,
+            text=True, timeout=120, env=environment,
+        )
+    finally:
+        locked.chmod(0o755)
+    assert completed.returncode == 1, completed.stderr
+    assert completed.stdout.splitlines() == [CANARY, "locked:1:1: KVC901 cannot read: permission denied"]
+
+
 def test_file_that_vanishes_during_the_run(nasty: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real_read = runner.read_source
 
