@@ -488,11 +488,11 @@ def _unsuppressed(
 
 def analyse_source(
     source: bytes | str, display_path: str = "<stdin>", config: Config | None = None, index: TreeIndex | None = None,
-    module_name: str = "",
+    module_name: str = "", is_package: bool = False,
 ) -> FileReport:
     """Analyse one file on its own: the index is what the file itself shows unless one is given."""
     config = config or Config()
-    prepared = prepare_source(source, display_path, config, module_name)
+    prepared = prepare_source(source, display_path, config, module_name, is_package)
     if index is None:
         index = TreeIndex(prepared.functions)
     return analyse_prepared(prepared, config, index)

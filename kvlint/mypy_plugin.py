@@ -1,0 +1,309 @@
+"""kvlint's mypy face: narrow `kv_connector_output` on connector paths, report KVC002/KVC003 as mypy errors.
+
+Enable with `plugins = kvlint.mypy_plugin`. Every fact comes from kvlint's own
+engine run on the module's file; this module only routes mypy's hooks to those
+facts by (line, column). mypy has no hook on names or `return`, so a module's
+findings are reported from every kvlint hook that fires in it (mypy keeps one
+of each). The engine runs in one helper process, fed each file as mypy parses
+it, so that its cost overlaps mypy's own work; `KVLINT_MYPY_WORKER=0` keeps it
+in the mypy process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Callable, Set as AbstractSet
+from pathlib import Path
+
+from mypy.errorcodes import ErrorCode
+from mypy.nodes import ARG_STAR2, Context, MypyFile
+from mypy.options import Options
+from mypy.plugin import (
+    AttributeContext,
+    CheckerPluginInterface,
+    FunctionContext,
+    MethodContext,
+    Plugin,
+    ReportConfigContext,
+)
+from mypy.types import Instance, NoneType, Type, UnionType, get_proper_type
+
+import kvlint
+from kvlint.config import Config, ConfigError
+from kvlint.findings import Finding
+from kvlint.names import matches
+from kvlint.mypy_worker import (
+    AnalysisWorker,
+    ModuleAnalysis,
+    analyse_module,
+    config_for_directory,
+    file_key,
+)
+
+KVC = ErrorCode("kvc", "kvlint: an invariant of KV-connector outputs is broken", "General")
+TESTED_MYPY = {1: (1, 20), 2: (2, 0)}  # major version -> oldest tested (major, minor)
+ALLOW_UNTESTED_ENV = "KVLINT_MYPY_ALLOW_UNTESTED"
+WORKER_ENV = "KVLINT_MYPY_WORKER"
+NARROWED_BY_DEFAULT = ("ModelRunnerOutput", "IntermediateTensors")  # vLLM's two carriers of the field
+OPTIONAL_ARGUMENT = "KVC003"
+HookContext = AttributeContext | FunctionContext | MethodContext
+
+
+def _source_digest() -> str:
+    """Digest kvlint's own sources, so that mypy's cache follows engine changes, not only releases."""
+    digest = hashlib.sha256()
+    for source in sorted(Path(kvlint.__file__).parent.rglob("*.py")):
+        digest.update(source.as_posix().encode() + b"\0" + source.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+PLUGIN_VERSION = f"{kvlint.__version__}+{_source_digest()}"
+
+
+class KvlintPlugin(Plugin):
+    """Routes mypy hooks to kvlint's engine facts."""
+
+    def __init__(self, options: Options) -> None:
+        super().__init__(options)
+        routing = [Config(), *self._project_config()]  # which fullnames get hooks; each file uses its own config
+        self._optional_fields = frozenset(name for config in routing for name in config.optional_fields)
+        self._payload_fields = frozenset(name for config in routing for name in config.payload_optional_fields)
+        self._output_classes = tuple(name for config in routing for name in config.output_classes)
+        self._anchors = tuple(
+            name for config in routing for name in (
+                config.payload_class, *config.connector_guards, *config.connector_contexts,
+                *config.optional_contexts, *config.connector_functions,
+            )
+        )
+        self._function_routes: dict[str, Callable[[FunctionContext], Type] | None] = {}
+        self._method_routes: dict[str, Callable[[MethodContext], Type] | None] = {}
+        self._analyses: dict[str, ModuleAnalysis] = {}
+        self._configs: dict[str, Config | ConfigError] = {}
+        self._config_data: dict[Config, list[str]] = {}
+        self._worker = AnalysisWorker() if os.environ.get(WORKER_ENV, _default_worker(options)) != "0" else None
+
+    def get_attribute_hook(self, fullname: str) -> Callable[[AttributeContext], Type] | None:
+        attribute = fullname.rpartition(".")[2]
+        if attribute in self._optional_fields:
+            return self._narrow_optional_field
+        return self._anchor_attribute if attribute in self._payload_fields else None
+
+    def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
+        if fullname not in self._function_routes:  # asked for every call mypy checks: route each name once
+            self._function_routes[fullname] = (
+                self._check_output_construction if matches(fullname, self._output_classes)
+                else self._anchor_call if matches(fullname, self._anchors) else None
+            )
+        return self._function_routes[fullname]
+
+    def get_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
+        if fullname not in self._method_routes:
+            self._method_routes[fullname] = self._anchor_call if matches(fullname, self._anchors) else None
+        return self._method_routes[fullname]
+
+    def get_additional_deps(self, file: MypyFile) -> list[tuple[int, str, int]]:
+        if self._worker is not None and file.path.endswith(".py"):
+            self._worker.submit(file.path)  # mypy has just parsed it: analyse it while mypy goes on
+        return []
+
+    def report_config_data(self, ctx: ReportConfigContext) -> list[str] | None:
+        """What mypy stores with a module and compares on the next run: a change makes the module stale."""
+        if not ctx.path.endswith(".py"):
+            return None
+        config = self._config_for(ctx.path)
+        if isinstance(config, ConfigError):
+            return [PLUGIN_VERSION, f"configuration error: {config}"]
+        if config not in self._config_data:
+            self._config_data[config] = [PLUGIN_VERSION, config.fingerprint(), *config.select, "-", *config.ignore]
+        ignored = sorted(config.ignored_for(Path(ctx.path))) if config.per_file_ignores else []
+        return [*self._config_data[config], "-", *ignored]
+
+    # -- callbacks -------------------------------------------------------------------------------------------
+
+    def _narrow_optional_field(self, ctx: AttributeContext) -> Type:
+        """Drop None from `X.kv_connector_output` where the engine puts the read on a connector path."""
+        declared = ctx.default_attr_type
+        self._report_module_findings(ctx)
+        if ctx.is_lvalue or _position(ctx.context) not in self._analysis_of(ctx.api.path).narrowed:
+            return declared
+        config = self._config_for(ctx.api.path)
+        if isinstance(config, ConfigError) or not _is_instance_of(ctx.type, _narrowed_classes(config)):
+            return declared
+        return _without_none(declared)
+
+    def _anchor_attribute(self, ctx: AttributeContext) -> Type:
+        self._report_module_findings(ctx)
+        return ctx.default_attr_type
+
+    def _anchor_call(self, ctx: FunctionContext | MethodContext) -> Type:
+        self._report_module_findings(ctx)
+        return ctx.default_return_type
+
+    def _check_output_construction(self, ctx: FunctionContext) -> Type:
+        """KVC003 for what only types show: a `kv_connector_output=` argument that may still be None."""
+        if not self._report_module_findings(ctx):
+            return ctx.default_return_type
+        site = self._analysis_of(ctx.api.path).constructions.get(_position(ctx.context))
+        config = self._config_for(ctx.api.path)
+        if site is None or not site.on_connector_path or not site.carries_connector_output:
+            return ctx.default_return_type  # no site, off the path, or the engine's own KVC003 (reported above)
+        if isinstance(config, ConfigError):
+            return ctx.default_return_type
+        for formal, name in enumerate(ctx.callee_arg_names):
+            if name not in config.optional_fields or not ctx.arg_types[formal]:
+                continue
+            if ARG_STAR2 in ctx.arg_kinds[formal] or not _may_be_none(ctx.arg_types[formal][0]):
+                continue
+            if _is_reported(config, ctx.api.path, OPTIONAL_ARGUMENT, ctx.context.line):
+                described = _describe_type(ctx.arg_types[formal][0], ctx.api.options)
+                constructed = site.expression.split("(", 1)[0]
+                ctx.api.fail(
+                    f"{OPTIONAL_ARGUMENT} `{constructed}(...)` on a connector path ({site.path_reason}) passes "
+                    f"`{name}={site.connector_output_argument}` of type {described}, which may be None",
+                    ctx.context, code=KVC,
+                )
+        return ctx.default_return_type
+
+    # -- facts -----------------------------------------------------------------------------------------------
+
+    def _report_module_findings(self, ctx: HookContext) -> bool:
+        """Report the module's findings, if mypy shows its errors; say whether it does.
+
+        mypy keeps one of each (line, message), so reporting them from every hook is harmless.
+        """
+        if ctx.api.path in _hidden_files(ctx.api):
+            return False  # e.g. a module imported with follow_imports = silent: no analysis needed to report
+        for finding in self._analysis_of(ctx.api.path).findings:
+            _fail_at(ctx.api, f"{finding.code} {finding.message}", finding)
+        return True
+
+    def _analysis_of(self, path: str) -> ModuleAnalysis:
+        key = file_key(path)
+        cached = self._analyses.get(path)
+        if cached is not None and cached.key == key:
+            return cached
+        analysis = self._worker.take(path) if self._worker is not None else None
+        if analysis is None or analysis.key != key:
+            analysis = analyse_module(path, self._config_for(path))
+        self._analyses[path] = analysis
+        return analysis
+
+    def _config_for(self, path: str) -> Config | ConfigError:
+        directory = os.path.dirname(os.path.abspath(path))
+        if directory not in self._configs:
+            self._configs[directory] = config_for_directory(directory)
+        return self._configs[directory]
+
+    def _project_config(self) -> list[Config]:
+        config = config_for_directory(os.getcwd())
+        return [config] if isinstance(config, Config) else []  # a bad config is reported per module
+
+
+def _default_worker(options: Options) -> str:
+    """Use the helper where a CPU is left for it: not on one CPU, nor when mypy runs workers of its own."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return "1" if cpus > 1 and not getattr(options, "num_workers", 0) else "0"
+
+
+def plugin(version: str) -> type[Plugin]:
+    """mypy's entry point: refuse a mypy this plugin was not tested with."""
+    found = re.match(r"(\d+)\.(\d+)", version)
+    major_minor = (int(found.group(1)), int(found.group(2))) if found else (0, 0)
+    oldest = TESTED_MYPY.get(major_minor[0])
+    if (oldest is None or major_minor < oldest) and not os.environ.get(ALLOW_UNTESTED_ENV):
+        tested = " and ".join(f"{major}.x (from {low[0]}.{low[1]})" for major, low in TESTED_MYPY.items())
+        raise _configuration_error(
+            f"kvlint.mypy_plugin is tested with mypy {tested}, not with mypy {version}: "
+            f"install a tested mypy, or set {ALLOW_UNTESTED_ENV}=1 to try it anyway"
+        )
+    return KvlintPlugin
+
+
+def _configuration_error(message: str) -> Exception:
+    """Build the error that makes mypy stop with `error: MESSAGE` (exit 2), as for its own config errors.
+
+    `mypy.errors.CompileError` is outside the plugin interface (tested on mypy 1.20 and 2.x); any other
+    exception would show as a mypy INTERNAL ERROR that hides the message.
+    """
+    try:
+        from mypy.errors import CompileError
+
+        return CompileError([f"error: {message}"])
+    except ImportError:
+        return RuntimeError(message)
+
+
+def _position(context: Context) -> tuple[int, int]:
+    return context.line, context.column
+
+
+def _narrowed_classes(config: Config) -> tuple[str, ...]:
+    return NARROWED_BY_DEFAULT if config.output_classes == Config().output_classes else config.output_classes
+
+
+def _is_instance_of(receiver: Type, classes: tuple[str, ...]) -> bool:
+    receiver = get_proper_type(receiver)
+    return isinstance(receiver, Instance) and any(matches(info.fullname, classes) for info in receiver.type.mro)
+
+
+def _may_be_none(typ: Type) -> bool:
+    typ = get_proper_type(typ)
+    if isinstance(typ, UnionType):
+        return any(isinstance(get_proper_type(item), NoneType) for item in typ.items)
+    return isinstance(typ, NoneType)
+
+
+def _without_none(typ: Type) -> Type:
+    proper = get_proper_type(typ)
+    if not isinstance(proper, UnionType):
+        return typ
+    return UnionType.make_union([item for item in proper.items if not isinstance(get_proper_type(item), NoneType)])
+
+
+def _is_reported(config: Config, path: str, code: str, line: int) -> bool:
+    """Apply kvlint's select/ignore, per-file-ignores and `# noqa` to a finding the plugin makes itself."""
+    from kvlint.engine import SourceError, decode_source, split_lines
+    from kvlint.noqa import is_suppressed, noqa_line_mapping
+
+    if not config.is_enabled(code) or code.startswith(tuple(config.ignored_for(Path(path)))):
+        return False
+    try:
+        text = decode_source(Path(path).read_bytes())
+    except (OSError, SourceError):
+        return True
+    return "noqa" not in text or not is_suppressed(noqa_line_mapping(split_lines(text)).get(line, ""), code)
+
+
+def _fail_at(api: CheckerPluginInterface, message: str, finding: Finding) -> None:
+    context = Context(finding.line, finding.column)
+    context.end_line, context.end_column = finding.end_line, finding.end_column
+    api.fail(message, context, code=KVC)
+
+
+def _hidden_files(api: CheckerPluginInterface) -> AbstractSet[str]:
+    """Return the files whose errors mypy hides (follow_imports = silent, ignore_errors, ...).
+
+    `Errors.ignored_files` is outside the plugin interface (tested on mypy 1.20 and 2.x); should it move,
+    no file counts as hidden, which costs time, never results.
+    """
+    ignored = getattr(getattr(api.msg, "errors", None), "ignored_files", None)
+    return ignored if isinstance(ignored, (set, frozenset)) else frozenset()
+
+
+def _describe_type(typ: Type, options: Options) -> str:
+    """Spell a type as mypy's own messages do.
+
+    `mypy.messages.format_type` is outside the plugin interface (tested on mypy 1.20 and 2.x);
+    `str()` is the fallback should it move.
+    """
+    try:
+        from mypy.messages import format_type
+
+        return format_type(typ, options)
+    except (ImportError, TypeError):
+        return f'"{typ}"'

@@ -1,0 +1,181 @@
+"""The mypy face's analysis side, free of mypy: run the engine on a module file and keep
+what the plugin's hooks look up, in mypy's process or in one helper process.
+
+The helper (`serve_analyses`) imports only kvlint and libcst, so its start-up
+costs no mypy import; the plugin feeds it each file as mypy parses it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import queue
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import kvlint
+from kvlint.config import Config, ConfigError, load_config
+from kvlint.findings import Finding
+from kvlint.sites import Site, SiteKind
+
+REPORTED_CODES = ("KVC002", "KVC003", "KVC9")  # producer-side invariants; mypy's union-attr covers KVC001/KVC005
+FileKey = tuple[int, int]  # (st_mtime_ns, st_size): a file whose key changed is analysed again
+
+
+@dataclass(frozen=True)
+class ModuleAnalysis:
+    """What the engine says about one module file, keyed by mypy's (line, column) of a node."""
+
+    key: FileKey = (0, 0)
+    narrowed: frozenset[tuple[int, int]] = frozenset()  # optional-field reads on a connector path
+    constructions: dict[tuple[int, int], Site] = field(default_factory=dict)
+    findings: tuple[Finding, ...] = ()
+
+
+def file_key(path: str) -> FileKey | None:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_mtime_ns, status.st_size
+
+
+def config_for_directory(directory: str) -> Config | ConfigError:
+    try:
+        return load_config([Path(directory)])
+    except ConfigError as error:
+        return error
+
+
+def analyse_module(path: str, config: Config | ConfigError) -> ModuleAnalysis:
+    """Run kvlint's engine on one module file and keep what the hooks look up."""
+    from kvlint.engine import analyse_source, module_name_for  # the engine (and libcst) only where it runs
+
+    key = file_key(path)
+    if key is None:
+        return ModuleAnalysis()  # mypy has read the file; it reports its own I/O errors
+    if isinstance(config, ConfigError):
+        return ModuleAnalysis(key, findings=(Finding(path, 1, 0, "KVC", f"configuration error: {config}", 1, 0),))
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return ModuleAnalysis(key)
+    module_name, is_package = module_name_for(Path(path))
+    report = analyse_source(data, path, config, module_name=module_name, is_package=is_package)
+    return ModuleAnalysis(
+        key,
+        narrowed=frozenset(
+            _span_start(site) for site in report.sites
+            if site.kind is SiteKind.OPTIONAL_ACCESS and site.on_connector_path
+        ),
+        constructions={
+            _span_start(site): site for site in report.sites if site.kind is SiteKind.OUTPUT_CONSTRUCTION
+        },
+        findings=tuple(finding for finding in report.findings if finding.code.startswith(REPORTED_CODES)),
+    )
+
+
+def _span_start(site: Site) -> tuple[int, int]:
+    return site.span.line, site.span.column
+
+
+class AnalysisWorker:
+    """One helper process that analyses each file mypy parses, so the hooks find the facts ready.
+
+    Requests and replies are pickles on the process's stdin and stdout; the helper
+    answers every request, in order. Any failure turns it off, and the plugin
+    analyses in its own process instead.
+    """
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen[bytes] | None = None
+        self._pending: set[str] = set()
+        self._received: dict[str, ModuleAnalysis | None] = {}
+        self._failed = False
+
+    def submit(self, path: str) -> None:
+        if self._failed or path in self._pending or path in self._received:
+            return
+        try:
+            if self._process is None:
+                self._process = self._spawn()  # at the first parsed file: a run served from mypy's cache needs none
+            assert self._process.stdin is not None
+            pickle.dump(path, self._process.stdin)  # buffered: sent in batches, and all at the first `take`
+        except (OSError, ValueError):
+            self._stop()
+            return
+        self._pending.add(path)
+
+    def take(self, path: str) -> ModuleAnalysis | None:
+        """Return the helper's analysis of `path`, waiting for it; None when it has none."""
+        if path in self._received:
+            return self._received.pop(path)
+        if path not in self._pending or self._process is None:
+            return None
+        while path in self._pending:
+            try:
+                assert self._process.stdin is not None and self._process.stdout is not None
+                self._process.stdin.flush()
+                replied, analysis = pickle.load(self._process.stdout)
+            except Exception:  # noqa: BLE001 - a dead or confused helper: analyse in-process instead
+                self._stop()
+                return None
+            self._pending.discard(replied)
+            self._received[replied] = analysis
+        return self._received.pop(path)
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        package_root = str(Path(kvlint.__file__).resolve().parent.parent)  # importable even if loaded by path
+        environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [
+            package_root, os.environ.get("PYTHONPATH", "")]))}
+        return subprocess.Popen(
+            [sys.executable, "-c", "from kvlint.mypy_worker import serve_analyses; serve_analyses()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=environment,
+        )
+
+    def _stop(self) -> None:
+        self._failed = True
+        self._pending.clear()
+        if self._process is not None:
+            self._process.kill()
+            for pipe in (self._process.stdin, self._process.stdout):
+                with contextlib.suppress(OSError):
+                    if pipe is not None:
+                        pipe.close()  # now, not at exit where a broken pipe would print "Exception ignored"
+
+
+def serve_analyses(requests: IO[bytes] | None = None, replies: IO[bytes] | None = None) -> None:
+    """The helper process: analyse each requested path, reply `(path, ModuleAnalysis | None)` in order."""
+    requests = requests or sys.stdin.buffer
+    replies = replies or sys.stdout.buffer
+    inbox: queue.Queue[str | None] = queue.Queue()
+
+    def read_requests() -> None:  # drain stdin at once, so that mypy's writes never wait on the analysis
+        while True:
+            try:
+                inbox.put(pickle.load(requests))
+            except Exception:  # noqa: BLE001 - EOF: mypy is done
+                inbox.put(None)
+                return
+
+    threading.Thread(target=read_requests, daemon=True).start()
+    configs: dict[str, Config | ConfigError] = {}
+    while (path := inbox.get()) is not None:
+        directory = os.path.dirname(os.path.abspath(path))
+        if directory not in configs:
+            configs[directory] = config_for_directory(directory)
+        analysis: ModuleAnalysis | None = None
+        try:
+            analysis = analyse_module(path, configs[directory])
+        except Exception:  # noqa: BLE001 - None: the plugin then analyses this file itself and shows what failed
+            pass
+        try:
+            pickle.dump((path, analysis), replies)
+            replies.flush()
+        except OSError:
+            return
