@@ -106,3 +106,27 @@ def test_vllm_shaped_programs(body: list[str], marked: bool) -> None:
         return  # `break` outside a loop and the like: not a program anyone writes
     findings = check_everything(source)
     assert all(f.code != "KVC900" for f in findings), findings
+    check_every_face(source)
+
+
+def check_every_face(source: str) -> None:
+    """The flake8 plugin and every audit and check format take the same program without an exception."""
+    import ast
+
+    from kvlint.audit import build_audit
+    from kvlint.engine import analyse_source
+    from kvlint.flake8_plugin import KVLintChecker
+    from kvlint.output import FORMATS
+    from kvlint.report_formats import AUDIT_FORMATS
+    from kvlint.runner import RunResult
+
+    report = analyse_source(source, "fuzzed.py", CONFIG)
+    rows = list(KVLintChecker(ast.parse(source), source.splitlines(keepends=True), "fuzzed.py").run())
+    assert sorted((line, column, text.split()[0]) for line, column, text, _ in rows) == sorted(
+        (f.line, f.column, f.code) for f in report.findings
+    )
+    result = RunResult(reports=[report], findings=list(report.findings), files_found=1,
+                       files_analysed=int(report.analysed))
+    audit = build_audit(result, CONFIG, ["fuzzed.py"])
+    for render in (*AUDIT_FORMATS.values(), *(lambda _, f=f: f(list(report.findings)) for f in FORMATS.values())):
+        assert isinstance(render(audit), str)
