@@ -89,11 +89,17 @@ def split_lines(text: str) -> list[str]:
 
 def decode_source(data: bytes) -> str:
     """Decode source bytes as Python does (BOM, coding cookie, UTF-8 default)."""
-    for bom, name in ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
-                      (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16")):
+    for bom, name in (
+        (codecs.BOM_UTF32_LE, "UTF-32"),
+        (codecs.BOM_UTF32_BE, "UTF-32"),
+        (codecs.BOM_UTF16_LE, "UTF-16"),
+        (codecs.BOM_UTF16_BE, "UTF-16"),
+    ):
         if data.startswith(bom):
-            raise SourceError(f"cannot decode: {name} (byte order mark); Python source must be UTF-8 "
-                              "or an ASCII-compatible encoding named in a coding cookie")
+            raise SourceError(
+                f"cannot decode: {name} (byte order mark); Python source must be UTF-8 "
+                "or an ASCII-compatible encoding named in a coding cookie"
+            )
     nul = data.find(b"\0")
     if nul >= 0:
         line = data.count(b"\n", 0, nul) + 1
@@ -202,7 +208,11 @@ def _segments(tree: ast.Module) -> list[tuple[int, int, int]]:
 
 
 def prepare_source(
-    data: bytes | str, display_path: str, config: Config, module_name: str = "", is_package: bool = False,
+    data: bytes | str,
+    display_path: str,
+    config: Config,
+    module_name: str = "",
+    is_package: bool = False,
     extra_names: Iterable[str] = (),
 ) -> PreparedFile:
     """The cheap stage: decode, scan, `ast.parse`, import table and index entries.
@@ -215,7 +225,9 @@ def prepare_source(
     if not mentions_any(data, names):
         return prepared
     if len(data) > MAX_FILE_BYTES:
-        message = f"not analysed: {len(data) / 2**20:.1f} MiB is over kvlint's {MAX_FILE_BYTES // 2**20} MiB limit per file"
+        message = (
+            f"not analysed: {len(data) / 2**20:.1f} MiB is over kvlint's {MAX_FILE_BYTES // 2**20} MiB limit per file"
+        )
         prepared.error = Finding(display_path, 1, 0, SYNTAX_ERROR, message, 1, 0)
         return prepared
     try:
@@ -299,8 +311,14 @@ def _relevance_pattern(config: Config, extra_names: tuple[str, ...]) -> re.Patte
     mentioned = {
         name.rpartition(".")[2]
         for name in (
-            *config.optional_fields, config.payload_class, *config.empty_sentinels, *config.connector_guards,
-            *config.connector_contexts, *config.optional_contexts, *config.connector_functions, *extra_names,
+            *config.optional_fields,
+            config.payload_class,
+            *config.empty_sentinels,
+            *config.connector_guards,
+            *config.connector_contexts,
+            *config.optional_contexts,
+            *config.connector_functions,
+            *extra_names,
         )
         if name
     }
@@ -341,7 +359,10 @@ def reduced_text(prepared: PreparedFile, config: Config, extra_names: Sequence[s
 
 
 def analyse_prepared(
-    prepared: PreparedFile, config: Config, index: TreeIndex, extra_names: Sequence[str] = (),
+    prepared: PreparedFile,
+    config: Config,
+    index: TreeIndex,
+    extra_names: Sequence[str] = (),
     suppress: bool = True,
 ) -> FileReport:
     """The costly stage: libcst over the relevant statements, the flow analysis and the rules.
@@ -354,7 +375,9 @@ def analyse_prepared(
     if not suppress:
         config = dataclasses.replace(config, select=(), ignore=(), per_file_ignores=())
     if prepared.error is not None:
-        return FileReport(prepared.display_path, findings=tuple(_unsuppressed([prepared.error], prepared, config, suppress)))
+        return FileReport(
+            prepared.display_path, findings=tuple(_unsuppressed([prepared.error], prepared, config, suppress))
+        )
     if not prepared.relevant:
         return FileReport(prepared.display_path)
     try:
@@ -408,7 +431,13 @@ def _sites(prepared: PreparedFile, config: Config, index: TreeIndex, names: Sequ
         return Span(line_map[start.line - 1], start.column, line_map[min(end.line, len(line_map)) - 1], end.column)
 
     analysis = FlowAnalysis(
-        wrapper.module, span_of, prepared.imports, index, config, prepared.module_name, prepared.lines,
+        wrapper.module,
+        span_of,
+        prepared.imports,
+        index,
+        config,
+        prepared.module_name,
+        prepared.lines,
         prepared.optional_attributes,
     )
     return analysis.run()
@@ -462,8 +491,15 @@ def _findings(sites: Iterable[Site], prepared: PreparedFile) -> Iterable[Finding
             span = site.span
             source_line = prepared.lines[span.line - 1] if 0 < span.line <= len(prepared.lines) else ""
             yield Finding(
-                prepared.display_path, span.line, span.column, rule.code, message, span.end_line, span.end_column,
-                function=site.function, source_line=source_line.rstrip("\r\n"),
+                prepared.display_path,
+                span.line,
+                span.column,
+                rule.code,
+                message,
+                span.end_line,
+                span.end_column,
+                function=site.function,
+                source_line=source_line.rstrip("\r\n"),
             )
 
 
@@ -487,8 +523,12 @@ def _unsuppressed(
 
 
 def analyse_source(
-    source: bytes | str, display_path: str = "<stdin>", config: Config | None = None, index: TreeIndex | None = None,
-    module_name: str = "", is_package: bool = False,
+    source: bytes | str,
+    display_path: str = "<stdin>",
+    config: Config | None = None,
+    index: TreeIndex | None = None,
+    module_name: str = "",
+    is_package: bool = False,
 ) -> FileReport:
     """Analyse one file on its own: the index is what the file itself shows unless one is given."""
     config = config or Config()

@@ -92,8 +92,7 @@ def join_values(a: Value, b: Value) -> Value:
         nullness=join_nullness(a.nullness, b.nullness),
         connector_output=a.connector_output or b.connector_output,
         payload=a.payload or b.payload,
-        evidence=(a.evidence or a.nullness is Nullness.NONE)
-        and (b.evidence or b.nullness is Nullness.NONE),
+        evidence=(a.evidence or a.nullness is Nullness.NONE) and (b.evidence or b.nullness is Nullness.NONE),
         sentinel=a.sentinel or b.sentinel,
         origin=min(filter(None, (a.origin, b.origin)), default=""),
         guard=a.guard if a.guard == b.guard else ("several guards" if a.guard and b.guard else ""),
@@ -155,7 +154,6 @@ def dotted_name(node: cst.BaseExpression) -> str | None:
         return None
     parts.append(node.value)
     return ".".join(reversed(parts))
-
 
 
 def ref_key(node: cst.BaseExpression) -> str | None:
@@ -267,7 +265,10 @@ class FlowAnalysis:
             state.path = PathFact.ON
             state.path_reason = reason
             self._record(
-                SiteKind.CONNECTOR_FUNCTION, node.name, on_connector_path=True, path_reason=reason,
+                SiteKind.CONNECTOR_FUNCTION,
+                node.name,
+                on_connector_path=True,
+                path_reason=reason,
                 expression=f"def {node.name.value}",
             )
 
@@ -294,7 +295,9 @@ class FlowAnalysis:
                 kind = self._classify(param.annotation.annotation)
                 if kind is AnnotationKind.OPTIONAL_PAYLOAD:
                     value = Value(
-                        Nullness.MAYBE_NONE, connector_output=True, evidence=True,
+                        Nullness.MAYBE_NONE,
+                        connector_output=True,
+                        evidence=True,
                         origin=f"parameter `{name}`",
                     )
                     if param.default is not None and not is_none_literal(param.default):
@@ -326,12 +329,15 @@ class FlowAnalysis:
         site = Site(kind=kind, span=span, function=self.scope.qualname, **facts)  # type: ignore[arg-type]
         self.sites[(kind, span, site.sink, site.sentinel_use)] = site
 
-    def _sink(self, operand: cst.BaseExpression, value: Value, sink: str, at: cst.CSTNode, state: NullnessState) -> None:
+    def _sink(
+        self, operand: cst.BaseExpression, value: Value, sink: str, at: cst.CSTNode, state: NullnessState
+    ) -> None:
         """Record a dereference of a tracked value (KVC001/KVC005 read these)."""
         if not (value.connector_output or value.payload):
             return
         self._record(
-            SiteKind.DEREFERENCE, at,
+            SiteKind.DEREFERENCE,
+            at,
             operand=self._code(operand),
             may_be_none=value.may_be_none,
             guard=value.guard,
@@ -393,7 +399,9 @@ class FlowAnalysis:
         for existing in [k for k in state.values if k == name or k.startswith((name + ".", name + "["))]:
             del state.values[existing]
 
-    def _assign(self, target: cst.BaseExpression, value: Value, state: NullnessState, value_node: cst.CSTNode | None) -> None:
+    def _assign(
+        self, target: cst.BaseExpression, value: Value, state: NullnessState, value_node: cst.CSTNode | None
+    ) -> None:
         if isinstance(target, cst.Name):
             if (
                 self.scope.qualname == "<module>"
@@ -403,7 +411,9 @@ class FlowAnalysis:
                 value = dataclasses.replace(self._sentinel_value(target.value), origin=f"`{target.value}`")
             elif value.sentinel and value_node is not None:
                 self._record(
-                    SiteKind.SENTINEL_USE, target, sentinel_use=SentinelUseKind.ALIASED,
+                    SiteKind.SENTINEL_USE,
+                    target,
+                    sentinel_use=SentinelUseKind.ALIASED,
                     expression=f"{target.value} = {self._code(value_node)}",
                     on_connector_path=bool(state.connector_path_reason()),
                     path_reason=state.connector_path_reason(),
@@ -417,9 +427,13 @@ class FlowAnalysis:
             if target.attr.value in self.config.optional_fields:
                 reason = state.connector_path_reason()
                 self._record(
-                    SiteKind.OPTIONAL_WRITE, target, may_be_none=value.nullness is not Nullness.NOT_NONE,
-                    guard=value.guard, origin=value.origin,
-                    on_connector_path=bool(reason), path_reason=reason,
+                    SiteKind.OPTIONAL_WRITE,
+                    target,
+                    may_be_none=value.nullness is not Nullness.NOT_NONE,
+                    guard=value.guard,
+                    origin=value.origin,
+                    on_connector_path=bool(reason),
+                    path_reason=reason,
                     connector_output_argument=self._code(value_node) if value_node is not None else "",
                 )
             key = ref_key(target)
@@ -447,7 +461,9 @@ class FlowAnalysis:
 
     def _record_mutation(self, target: cst.CSTNode, receiver: cst.BaseExpression, state: NullnessState) -> None:
         self._record(
-            SiteKind.SENTINEL_USE, target, sentinel_use=SentinelUseKind.MUTATED,
+            SiteKind.SENTINEL_USE,
+            target,
+            sentinel_use=SentinelUseKind.MUTATED,
             operand=self._code(receiver),
             on_connector_path=bool(state.connector_path_reason()),
             path_reason=state.connector_path_reason(),
@@ -495,14 +511,26 @@ class FlowAnalysis:
         kind = self._classify(node.annotation.annotation)
         if node.value is None:
             if kind is AnnotationKind.OPTIONAL_PAYLOAD and isinstance(node.target, cst.Name):
-                self._bind(node.target.value, Value(Nullness.MAYBE_NONE, connector_output=True, evidence=True,
-                                                    origin=f"`{node.target.value}` (declared Optional)"), state)
+                self._bind(
+                    node.target.value,
+                    Value(
+                        Nullness.MAYBE_NONE,
+                        connector_output=True,
+                        evidence=True,
+                        origin=f"`{node.target.value}` (declared Optional)",
+                    ),
+                    state,
+                )
             return state
         value = self._eval(node.value, state)
         if kind is AnnotationKind.OPTIONAL_PAYLOAD:
             if value.nullness is Nullness.NONE or (value.nullness is not Nullness.UNKNOWN and not value.tracked):
-                value = dataclasses.replace(value, connector_output=True, evidence=True,
-                                            origin=value.origin or f"`{self._code(node.target)}` (declared Optional)")
+                value = dataclasses.replace(
+                    value,
+                    connector_output=True,
+                    evidence=True,
+                    origin=value.origin or f"`{self._code(node.target)}` (declared Optional)",
+                )
         elif kind is AnnotationKind.PAYLOAD and value.nullness is Nullness.UNKNOWN:
             value = Value(Nullness.NOT_NONE, connector_output=True, guard="annotated non-Optional")
         self._assign(node.target, value, state, node.value)
@@ -550,8 +578,12 @@ class FlowAnalysis:
             if value.sentinel:
                 reason = state.connector_path_reason()
                 self._record(
-                    SiteKind.SENTINEL_USE, node, sentinel_use=SentinelUseKind.RETURNED,
-                    operand=self._code(node.value), on_connector_path=bool(reason), path_reason=reason,
+                    SiteKind.SENTINEL_USE,
+                    node,
+                    sentinel_use=SentinelUseKind.RETURNED,
+                    operand=self._code(node.value),
+                    on_connector_path=bool(reason),
+                    path_reason=reason,
                 )
         return unreachable()
 
@@ -706,12 +738,16 @@ class FlowAnalysis:
                 reason = f"inside `with {name}(...)`"
                 self._record(SiteKind.CONNECTOR_CONTEXT, expr, on_connector_path=True, path_reason=reason)
                 state.path, state.path_reason = PathFact.ON, reason
-                return Value(Nullness.NOT_NONE, connector_output=True, evidence=True,
-                             origin=f"`{self._code(expr)}`", guard="connector context")
+                return Value(
+                    Nullness.NOT_NONE,
+                    connector_output=True,
+                    evidence=True,
+                    origin=f"`{self._code(expr)}`",
+                    guard="connector context",
+                )
             if matches(callee, self.config.optional_contexts):
                 self._eval_call_parts(expr, state)
-                return Value(Nullness.MAYBE_NONE, connector_output=True, evidence=True,
-                             origin=f"`{self._code(expr)}`")
+                return Value(Nullness.MAYBE_NONE, connector_output=True, evidence=True, origin=f"`{self._code(expr)}`")
         value = self._eval(expr, state)
         self._sink(expr, value, "`with`", expr, state)
         return UNTRACKED
@@ -771,7 +807,8 @@ class FlowAnalysis:
             if left is None or right is None:
                 # bound on one path only: its value there proves nothing about the other path
                 present = right if left is None else left
-                values[key] = dataclasses.replace(present, evidence=False) if present.evidence else present  # type: ignore[union-attr]
+                assert present is not None
+                values[key] = dataclasses.replace(present, evidence=False) if present.evidence else present
             else:
                 values[key] = join_values(left, right)
         reason_a, reason_b = a.connector_path_reason(), b.connector_path_reason()
@@ -819,14 +856,18 @@ class FlowAnalysis:
         self._eval(test, state)
         return state, state.copy()
 
-    def _narrow_truthy(self, node: cst.BaseExpression, state: NullnessState, how: str) -> tuple[NullnessState, NullnessState]:
+    def _narrow_truthy(
+        self, node: cst.BaseExpression, state: NullnessState, how: str
+    ) -> tuple[NullnessState, NullnessState]:
         key = ref_key(node)
         true_state, false_state = state, state.copy()
         if key is not None:
             self._set_nullness(key, Nullness.NOT_NONE, true_state, f"truthiness check (`{how}`)")
         return true_state, false_state
 
-    def _narrow_none_comparison(self, test: cst.Comparison, state: NullnessState) -> tuple[NullnessState, NullnessState] | None:
+    def _narrow_none_comparison(
+        self, test: cst.Comparison, state: NullnessState
+    ) -> tuple[NullnessState, NullnessState] | None:
         comparison = test.comparisons[0]
         operator = comparison.operator
         if isinstance(operator, (cst.Is, cst.Equal)):
@@ -851,13 +892,19 @@ class FlowAnalysis:
             self._set_nullness(key, Nullness.NOT_NONE, not_none, "`is not None` check")
         return (is_none, not_none) if positive else (not_none, is_none)
 
-    def _narrow_call(self, test: cst.Call, state: NullnessState, how: str) -> tuple[NullnessState, NullnessState] | None:
+    def _narrow_call(
+        self, test: cst.Call, state: NullnessState, how: str
+    ) -> tuple[NullnessState, NullnessState] | None:
         callee = self._resolve(test.func, state)
         if matches(callee, self.config.connector_guards):
             self._eval(test, state)
             name = callee.rpartition(".")[2] if callee else "?"
-            self._record(SiteKind.CONNECTOR_GUARD, test, on_connector_path=bool(state.connector_path_reason()),
-                         path_reason=state.connector_path_reason())
+            self._record(
+                SiteKind.CONNECTOR_GUARD,
+                test,
+                on_connector_path=bool(state.connector_path_reason()),
+                path_reason=state.connector_path_reason(),
+            )
             true_state, false_state = state, state.copy()
             true_state.path, true_state.path_reason = PathFact.ON, f"`{name}()` is true here"
             false_state.path, false_state.path_reason = PathFact.OFF, ""
@@ -878,7 +925,9 @@ class FlowAnalysis:
         value = self._lookup(key, state)
         if not value.tracked and value.nullness is Nullness.UNKNOWN:
             return
-        state.values[key] = dataclasses.replace(value, nullness=nullness, guard=guard if nullness is Nullness.NOT_NONE else "")
+        state.values[key] = dataclasses.replace(
+            value, nullness=nullness, guard=guard if nullness is Nullness.NOT_NONE else ""
+        )
 
     # ----------------------------------------------------------- expressions
 
@@ -915,15 +964,26 @@ class FlowAnalysis:
         attr = node.attr.value
         key = ref_key(node)
         if attr in self.config.optional_fields:
-            value = self._lookup(key, state) if key else Value(
-                Nullness.MAYBE_NONE, connector_output=True, evidence=True, origin=f"`{self._code(node)}`")
+            value = (
+                self._lookup(key, state)
+                if key
+                else Value(Nullness.MAYBE_NONE, connector_output=True, evidence=True, origin=f"`{self._code(node)}`")
+            )
             self._record(
-                SiteKind.OPTIONAL_ACCESS, node, may_be_none=value.may_be_none, guard=value.guard,
-                on_connector_path=bool(state.connector_path_reason()), path_reason=state.connector_path_reason(),
+                SiteKind.OPTIONAL_ACCESS,
+                node,
+                may_be_none=value.may_be_none,
+                guard=value.guard,
+                on_connector_path=bool(state.connector_path_reason()),
+                path_reason=state.connector_path_reason(),
             )
             return value
         if receiver.connector_output and attr in self.config.payload_optional_fields:
-            return self._lookup(key, state) if key else Value(Nullness.MAYBE_NONE, payload=True, origin=f"`{self._code(node)}`")
+            return (
+                self._lookup(key, state)
+                if key
+                else Value(Nullness.MAYBE_NONE, payload=True, origin=f"`{self._code(node)}`")
+            )
         if key is not None:
             if key in state.values:
                 return state.values[key]
@@ -978,25 +1038,42 @@ class FlowAnalysis:
             self._sink(func, function_value, "call", node, state)
         args = self._eval_call_parts(node, state)
         if matches(callee, (self.config.payload_class,)):
-            self._record(SiteKind.PAYLOAD_CONSTRUCTION, node, on_connector_path=bool(state.connector_path_reason()),
-                         path_reason=state.connector_path_reason())
-            return Value(Nullness.NOT_NONE, connector_output=True, evidence=True,
-                         origin=f"`{self._code(node)}`", guard=f"constructed `{self.config.payload_class}(...)`")
+            self._record(
+                SiteKind.PAYLOAD_CONSTRUCTION,
+                node,
+                on_connector_path=bool(state.connector_path_reason()),
+                path_reason=state.connector_path_reason(),
+            )
+            return Value(
+                Nullness.NOT_NONE,
+                connector_output=True,
+                evidence=True,
+                origin=f"`{self._code(node)}`",
+                guard=f"constructed `{self.config.payload_class}(...)`",
+            )
         if matches(callee, self.config.output_classes):
             self._record_output_construction(node, state)
             return FRESH
         if matches(callee, ("copy.copy", "copy.deepcopy", "dataclasses.replace", "copy", "deepcopy", "replace")):
             if args and args[0].sentinel:
-                self._record(SiteKind.SENTINEL_USE, node, sentinel_use=SentinelUseKind.COPIED,
-                             operand=self._code(node.args[0].value),
-                             on_connector_path=bool(state.connector_path_reason()),
-                             path_reason=state.connector_path_reason())
+                self._record(
+                    SiteKind.SENTINEL_USE,
+                    node,
+                    sentinel_use=SentinelUseKind.COPIED,
+                    operand=self._code(node.args[0].value),
+                    on_connector_path=bool(state.connector_path_reason()),
+                    path_reason=state.connector_path_reason(),
+                )
             return FRESH
         if callee == "setattr" and args and args[0].sentinel:
             self._record_mutation(node, node.args[0].value, state)
         if callee is not None and self.index.returns_optional(callee, self.module_name):
-            return Value(Nullness.MAYBE_NONE, connector_output=True, evidence=True,
-                         origin=f"`{self._code(func)}()`, declared `-> {self.config.payload_class} | None`")
+            return Value(
+                Nullness.MAYBE_NONE,
+                connector_output=True,
+                evidence=True,
+                origin=f"`{self._code(func)}()`, declared `-> {self.config.payload_class} | None`",
+            )
         return UNTRACKED
 
     def _record_output_construction(self, node: cst.Call, state: NullnessState) -> None:
@@ -1011,8 +1088,12 @@ class FlowAnalysis:
                 break
         reason = state.connector_path_reason()
         self._record(
-            SiteKind.OUTPUT_CONSTRUCTION, node, on_connector_path=bool(reason), path_reason=reason,
-            carries_connector_output=carries, connector_output_argument=argument,
+            SiteKind.OUTPUT_CONSTRUCTION,
+            node,
+            on_connector_path=bool(reason),
+            path_reason=reason,
+            carries_connector_output=carries,
+            connector_output_argument=argument,
         )
 
     def _expr_BinaryOperation(self, node: cst.BinaryOperation, state: NullnessState) -> Value:
@@ -1028,7 +1109,9 @@ class FlowAnalysis:
     def _expr_UnaryOperation(self, node: cst.UnaryOperation, state: NullnessState) -> Value:
         value = self._eval(node.expression, state)
         if not isinstance(node.operator, cst.Not):
-            self._sink(node.expression, value, f"unary `{self.module.code_for_node(node.operator).strip()}`", node, state)
+            self._sink(
+                node.expression, value, f"unary `{self.module.code_for_node(node.operator).strip()}`", node, state
+            )
         return UNTRACKED
 
     def _quiet_eval(self, node: cst.BaseExpression, state: NullnessState) -> Value:
@@ -1043,7 +1126,11 @@ class FlowAnalysis:
     def _become(state: NullnessState, other: NullnessState) -> None:
         """Make `state` (which callers hold) equal to `other`, in place."""
         state.values, state.path, state.path_reason, state.reachable = (
-            other.values, other.path, other.path_reason, other.reachable)
+            other.values,
+            other.path,
+            other.path_reason,
+            other.reachable,
+        )
 
     def _expr_BooleanOperation(self, node: cst.BooleanOperation, state: NullnessState) -> Value:
         left = self._quiet_eval(node.left, state)
@@ -1059,19 +1146,18 @@ class FlowAnalysis:
         truthy_left = dataclasses.replace(left, nullness=Nullness.NOT_NONE) if left.tracked else FRESH
         if right.nullness is Nullness.NOT_NONE:
             return dataclasses.replace(
-                join_values(truthy_left, right), nullness=Nullness.NOT_NONE,
+                join_values(truthy_left, right),
+                nullness=Nullness.NOT_NONE,
                 guard=f"`or {self._code(node.right)}` default",
             )
         return join_values(truthy_left, right)
 
     def _expr_Comparison(self, node: cst.Comparison, state: NullnessState) -> Value:
-        left_node = node.left
-        left = self._eval(left_node, state)
+        self._eval(node.left, state)
         for comparison in node.comparisons:
             right = self._eval(comparison.comparator, state)
             if isinstance(comparison.operator, (cst.In, cst.NotIn)):
                 self._sink(comparison.comparator, right, "`in`", comparison.comparator, state)
-            left_node, left = comparison.comparator, right
         return FRESH
 
     def _expr_IfExp(self, node: cst.IfExp, state: NullnessState) -> Value:
@@ -1088,10 +1174,14 @@ class FlowAnalysis:
 
     def _expr_Lambda(self, node: cst.Lambda, state: NullnessState) -> Value:
         if self.recording:
-            self.pending.append((node, ScopeContext(f"{self.scope.qualname}.<lambda>", self.scope.class_optional_attributes)))
+            self.pending.append(
+                (node, ScopeContext(f"{self.scope.qualname}.<lambda>", self.scope.class_optional_attributes))
+            )
         return FRESH
 
-    def _comprehension(self, node: cst.BaseComp | cst.DictComp, state: NullnessState, results: Sequence[cst.BaseExpression]) -> Value:
+    def _comprehension(
+        self, node: cst.BaseComp | cst.DictComp, state: NullnessState, results: Sequence[cst.BaseExpression]
+    ) -> Value:
         inner = state.copy()
         comp: cst.CompFor | None = node.for_in
         while comp is not None:

@@ -13,13 +13,20 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 
 
-def run_kvlint(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_kvlint(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run `python -m kvlint ARGS` the way a user would; return the completed process."""
     environment = {**os.environ, **(env or {})}
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), environment.get("PYTHONPATH", "")]))
     return subprocess.run(
-        [sys.executable, "-m", "kvlint", *args], cwd=cwd or ROOT, capture_output=True, text=True,
-        env=environment, timeout=600, stdin=subprocess.DEVNULL,
+        [sys.executable, "-m", "kvlint", *args],
+        cwd=cwd or ROOT,
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
     )
 
 

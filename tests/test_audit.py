@@ -56,8 +56,11 @@ def test_documentation_names_every_json_field() -> None:
                 names |= fields(value["items"])
         return names
 
-    missing = {name for name in fields(AUDIT_JSON_SCHEMA)
-               if not re.search(rf"[`.]{name}[`.]", doc) and not name.startswith("KVC")}
+    missing = {
+        name
+        for name in fields(AUDIT_JSON_SCHEMA)
+        if not re.search(rf"[`.]{name}[`.]", doc) and not name.startswith("KVC")
+    }
     assert not missing, f"docs/audit.md does not describe: {sorted(missing)}"
 
 
@@ -86,7 +89,10 @@ def test_inventory_entries_carry_their_facts(fixture_audit: dict) -> None:
     assert bad["path_reason"] and bad["function"]
     good = constructions[("paths.py", 24)]
     assert (good["on_connector_path"], good["carries_connector_output"], good["connector_output_argument"]) == (
-        True, True, "kvo")
+        True,
+        True,
+        "kvo",
+    )
     assert constructions[("paths.py", 72)]["carries_connector_output"] is None  # **fields: cannot tell
     uses = Counter(u["use"] for u in fixture_audit["sentinel_uses"])
     assert set(uses) == {"returned", "copied", "mutated", "aliased"}
@@ -159,10 +165,14 @@ def _run_on_terminal(args: list[str], cwd: Path, stream: str, env: dict[str, str
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100", "TERM": "xterm-256color", **(env or {})}
     if "NO_COLOR" not in (env or {}):
         environment.pop("NO_COLOR", None)
-    kwargs = {"stdout": slave, "stderr": subprocess.PIPE} if stream == "stdout" else {
-        "stdout": subprocess.PIPE, "stderr": slave}
-    process = subprocess.Popen([sys.executable, "-m", "kvlint", *args], cwd=cwd, env=environment,
-                               stdin=subprocess.DEVNULL, **kwargs)
+    kwargs = (
+        {"stdout": slave, "stderr": subprocess.PIPE}
+        if stream == "stdout"
+        else {"stdout": subprocess.PIPE, "stderr": slave}
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kvlint", *args], cwd=cwd, env=environment, stdin=subprocess.DEVNULL, **kwargs
+    )
     os.close(slave)
     chunks = []
     while True:
@@ -221,6 +231,7 @@ CONSTRUCTION = re.compile(r"\bModelRunnerOutput\(")
 ACCESS = re.compile(r"\.kv_connector_output\b(?P<write>\s*=(?!=))?")
 # Engine gap (reported to the owner): a construction at module level in the module that defines the class
 # (`EMPTY_MODEL_RUNNER_OUTPUT = ModelRunnerOutput(...)` in vllm/v1/outputs.py) yields no site.
+
 
 def _grep(tree: Path, pattern: re.Pattern[str]) -> tuple[Counter[tuple[str, int]], Counter[tuple[str, int]]]:
     """(reads, writes): every match of `pattern` in `vllm/**/*.py`, by (path, line); `write` groups are writes."""

@@ -68,18 +68,27 @@ def test_json_output_contract(tmp_path: Path) -> None:
     completed = run_kvlint("check", "--format", "json", "./pkg", cwd=tmp_path)
     assert completed.returncode == 1
     records = json.loads(completed.stdout)
-    assert records == [{
-        "path": "pkg/bad.py", "line": 7, "column": 15, "end_line": 7, "end_column": 35,
-        "code": "KVC001", "function": "merge",
-        "message": "`kvo` may be None (from `out.kv_connector_output`); "
-                   "check it before the attribute access `.finished_sending`",
-    }]
+    assert records == [
+        {
+            "path": "pkg/bad.py",
+            "line": 7,
+            "column": 15,
+            "end_line": 7,
+            "end_column": 35,
+            "code": "KVC001",
+            "function": "merge",
+            "message": "`kvo` may be None (from `out.kv_connector_output`); "
+            "check it before the attribute access `.finished_sending`",
+        }
+    ]
 
 
 def test_github_annotations(tmp_path: Path) -> None:
     _tree(tmp_path, {"bad.py": BAD})
     completed = run_kvlint("check", "--format", "github", "bad.py", cwd=tmp_path)
-    assert completed.stdout.startswith("::error file=bad.py,line=7,col=15,endLine=7,endColumn=35,title=kvlint KVC001::KVC001 ")
+    assert completed.stdout.startswith(
+        "::error file=bad.py,line=7,col=15,endLine=7,endColumn=35,title=kvlint KVC001::KVC001 "
+    )
 
 
 def test_paths_outside_cwd_are_absolute(tmp_path: Path) -> None:
@@ -94,8 +103,10 @@ def test_output_is_sorted_and_identical_across_runs_and_jobs(tmp_path: Path) -> 
     files = {f"m{i}.py": BAD for i in range(6)}
     files["a/z.py"] = BAD
     _tree(tmp_path, files)
-    runs = [run_kvlint("check", "--jobs", jobs, cwd=tmp_path, env={"PYTHONHASHSEED": seed}).stdout
-            for jobs, seed in (("1", "1"), ("2", "2"), ("2", "3"))]
+    runs = [
+        run_kvlint("check", "--jobs", jobs, cwd=tmp_path, env={"PYTHONHASHSEED": seed}).stdout
+        for jobs, seed in (("1", "1"), ("2", "2"), ("2", "3"))
+    ]
     assert runs[0] == runs[1] == runs[2]
     paths = [line.split(":")[0] for line in runs[0].splitlines()]
     assert paths == sorted(paths) and paths[0] == "a/z.py"
@@ -109,31 +120,34 @@ def test_select_and_ignore(tmp_path: Path) -> None:
 
 
 def test_noqa_silences_the_line(tmp_path: Path) -> None:
-    _tree(tmp_path, {"bad.py": BAD.replace("print(kvo.finished_sending)", "print(kvo.finished_sending)  # noqa: KVC001")})
+    _tree(
+        tmp_path, {"bad.py": BAD.replace("print(kvo.finished_sending)", "print(kvo.finished_sending)  # noqa: KVC001")}
+    )
     assert run_kvlint("check", cwd=tmp_path).returncode == 0
 
 
 def test_pyproject_configuration_is_found_by_walking_up(tmp_path: Path) -> None:
-    _tree(tmp_path, {
-        "pyproject.toml": '[tool.kvlint]\nper-file-ignores = {"pkg/*" = ["KVC001"]}\n',
-        "pkg/sub/bad.py": BAD,
-        "other/bad.py": BAD,
-    })
+    _tree(
+        tmp_path,
+        {
+            "pyproject.toml": '[tool.kvlint]\nper-file-ignores = {"pkg/*" = ["KVC001"]}\n',
+            "pkg/sub/bad.py": BAD,
+            "other/bad.py": BAD,
+        },
+    )
     completed = run_kvlint("check", "pkg", "other", cwd=tmp_path)
     assert [line.split(":")[0] for line in completed.stdout.splitlines()] == ["other/bad.py"]
 
 
 def test_custom_names_from_configuration(tmp_path: Path) -> None:
-    source = (
-        "def step(out):\n"
-        "    with open_transfer(out) as kvo:\n"
-        "        pass\n"
-        "    return MY_EMPTY\n"
+    source = "def step(out):\n    with open_transfer(out) as kvo:\n        pass\n    return MY_EMPTY\n"
+    _tree(
+        tmp_path,
+        {
+            "setup.cfg": "[kvlint]\nempty-sentinels = MY_EMPTY\nconnector-contexts = open_transfer\n",
+            "step.py": source,
+        },
     )
-    _tree(tmp_path, {
-        "setup.cfg": "[kvlint]\nempty-sentinels = MY_EMPTY\nconnector-contexts = open_transfer\n",
-        "step.py": source,
-    })
     completed = run_kvlint("check", cwd=tmp_path)
     assert completed.stdout.startswith("step.py:4:5: KVC002 `return MY_EMPTY` on a connector path")
 
@@ -161,12 +175,15 @@ def test_missing_path_exits_2(tmp_path: Path) -> None:
 
 
 def test_broken_files_are_findings_and_the_run_goes_on(tmp_path: Path) -> None:
-    _tree(tmp_path, {
-        "a_syntax.py": "from vllm.v1.outputs import KVConnectorOutput\ndef f(:\n    pass\n",
-        "b_encoding.py": b"# kv_connector_output\nx = '\xff\xfe'\n",
-        "c_nul.py": b"kv_connector_output = 1\x00\n",
-        "d_bad.py": BAD,
-    })
+    _tree(
+        tmp_path,
+        {
+            "a_syntax.py": "from vllm.v1.outputs import KVConnectorOutput\ndef f(:\n    pass\n",
+            "b_encoding.py": b"# kv_connector_output\nx = '\xff\xfe'\n",
+            "c_nul.py": b"kv_connector_output = 1\x00\n",
+            "d_bad.py": BAD,
+        },
+    )
     completed = run_kvlint("check", cwd=tmp_path)
     assert completed.returncode == 1
     lines = completed.stdout.splitlines()

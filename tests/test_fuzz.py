@@ -46,16 +46,34 @@ def test_cst_generated_programs(source: str) -> None:
 
 
 RECEIVERS = st.sampled_from(["out", "self", "outs[0]", "kvo", "self.out", "x"])
-VALUES = st.sampled_from([
-    "out.kv_connector_output", "self.kv_connector_output", "KVConnectorOutput()", "None",
-    "EMPTY_MODEL_RUNNER_OUTPUT", "copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)", "get_output()", "kvo or KVConnectorOutput()",
-])
+VALUES = st.sampled_from(
+    [
+        "out.kv_connector_output",
+        "self.kv_connector_output",
+        "KVConnectorOutput()",
+        "None",
+        "EMPTY_MODEL_RUNNER_OUTPUT",
+        "copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)",
+        "get_output()",
+        "kvo or KVConnectorOutput()",
+    ]
+)
 NAMES = st.sampled_from(["kvo", "out", "result", "x"])
-CONDITIONS = st.sampled_from([
-    "kvo is None", "kvo is not None", "not kvo", "kvo", "has_kv_transfer_group()", "not has_kv_transfer_group()",
-    "isinstance(kvo, KVConnectorOutput)", "(kvo := out.kv_connector_output) is not None", "kvo and kvo.is_empty()",
-    "kvo is None or kvo.is_empty()", "flag",
-])
+CONDITIONS = st.sampled_from(
+    [
+        "kvo is None",
+        "kvo is not None",
+        "not kvo",
+        "kvo",
+        "has_kv_transfer_group()",
+        "not has_kv_transfer_group()",
+        "isinstance(kvo, KVConnectorOutput)",
+        "(kvo := out.kv_connector_output) is not None",
+        "kvo and kvo.is_empty()",
+        "kvo is None or kvo.is_empty()",
+        "flag",
+    ]
+)
 SIMPLE = st.one_of(
     st.builds("{} = {}".format, NAMES, VALUES),
     st.builds("use({}.finished_sending)".format, NAMES),
@@ -64,7 +82,10 @@ SIMPLE = st.one_of(
     st.builds("return {}".format, VALUES),
     st.just("EMPTY_MODEL_RUNNER_OUTPUT.kv_connector_output = kvo"),
     st.just("return ModelRunnerOutput(req_ids=[])"),
-    st.just("continue"), st.just("break"), st.just("pass"), st.just("raise ValueError"),
+    st.just("continue"),
+    st.just("break"),
+    st.just("pass"),
+    st.just("raise ValueError"),
     st.builds("assert {}".format, CONDITIONS),
 )
 
@@ -81,7 +102,9 @@ BLOCKS = st.recursive(
         st.builds(lambda c, a: [f"while {c}:", *_indent(a)], CONDITIONS, inner),
         st.builds(lambda a, b: ["try:", *_indent(a), "except Exception:", *_indent(b)], inner, inner),
         st.builds(lambda a: ["with _get_kv_connector_output(sched) as kvo:", *_indent(a)], inner),
-        st.builds(lambda a: ["match kvo:", "    case None:", *_indent(_indent(a)), "    case _:", "        pass"], inner),
+        st.builds(
+            lambda a: ["match kvo:", "    case None:", *_indent(_indent(a)), "    case _:", "        pass"], inner
+        ),
         st.builds(lambda a, b: a + b, inner, inner),
     ),
     max_leaves=12,
@@ -125,8 +148,9 @@ def check_every_face(source: str) -> None:
     assert sorted((line, column, text.split()[0]) for line, column, text, _ in rows) == sorted(
         (f.line, f.column, f.code) for f in report.findings
     )
-    result = RunResult(reports=[report], findings=list(report.findings), files_found=1,
-                       files_analysed=int(report.analysed))
+    result = RunResult(
+        reports=[report], findings=list(report.findings), files_found=1, files_analysed=int(report.analysed)
+    )
     audit = build_audit(result, CONFIG, ["fuzzed.py"])
     for render in (*AUDIT_FORMATS.values(), *(lambda _, f=f: f(list(report.findings)) for f in FORMATS.values())):
         assert isinstance(render(audit), str)

@@ -21,7 +21,10 @@ from kvlint.config import Config
 from tests.conftest import FIXTURES, ROOT, run_kvlint
 
 NASTY = FIXTURES / "nasty"
-CANARY = "canary.py:3:12: KVC001 `out.kv_connector_output` may be None; check it before the attribute access `.finished_sending`"
+CANARY = (
+    "canary.py:3:12: KVC001 `out.kv_connector_output` may be None; "
+    "check it before the attribute access `.finished_sending`"
+)
 HEADER = "from vllm.v1.outputs import KVConnectorOutput\n"
 
 
@@ -38,14 +41,17 @@ EXPECTED = {
     "crlf.py": _finding("crlf.py:3"),
     "lone_cr.py": _finding("lone_cr.py:3"),
     "form_feed.py": _finding("form_feed.py:4"),
-    "inconsistent_tabs.py": "inconsistent_tabs.py:4:1: KVC900 cannot parse: inconsistent use of tabs and spaces in indentation",
-    "python2.py": "python2.py:2:1: KVC900 cannot parse: Missing parentheses in call to 'print'. Did you mean print(...)?",
+    "inconsistent_tabs.py": "inconsistent_tabs.py:4:1: KVC900 cannot parse: "
+    "inconsistent use of tabs and spaces in indentation",
+    "python2.py": "python2.py:2:1: KVC900 cannot parse: "
+    "Missing parentheses in call to 'print'. Did you mean print(...)?",
     "empty.py": None,
     "newer_syntax.py": _finding("newer_syntax.py:6"),
     "no_final_newline.py": _finding("no_final_newline.py:3"),
     "utf16.py": "utf16.py:1:1: KVC900 cannot decode: UTF-16 (byte order mark); Python source must be UTF-8 "
-                "or an ASCII-compatible encoding named in a coding cookie",
-    "unknown_codec.py": "unknown_codec.py:1:1: KVC900 cannot decode: unknown encoding 'no-such-codec' in the coding cookie",
+    "or an ASCII-compatible encoding named in a coding cookie",
+    "unknown_codec.py": "unknown_codec.py:1:1: KVC900 cannot decode: "
+    "unknown encoding 'no-such-codec' in the coding cookie",
 }
 
 
@@ -85,11 +91,13 @@ def test_symlink_loop_and_dangling_symlink(nasty: Path) -> None:
     os.symlink("loop_a.py", nasty / "loop_b.py")
     os.symlink("missing_target.py", nasty / "dangling.py")
     lines = _check(nasty, "loop_a.py", "dangling.py", "canary.py")
-    assert sorted(lines) == sorted([
-        "dangling.py:1:1: KVC901 cannot read: dangling symlink",
-        "loop_a.py:1:1: KVC901 cannot read: symlink loop",
-        CANARY,
-    ])
+    assert sorted(lines) == sorted(
+        [
+            "dangling.py:1:1: KVC901 cannot read: dangling symlink",
+            "loop_a.py:1:1: KVC901 cannot read: symlink loop",
+            CANARY,
+        ]
+    )
 
 
 def test_directory_symlinks_are_not_followed(nasty: Path) -> None:
@@ -135,8 +143,12 @@ def test_unreadable_file_as_an_unprivileged_user(tmp_path: Path) -> None:
     secret.chmod(0)
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
     completed = subprocess.run(
-        _unprivileged([sys.executable, "-m", "kvlint", "check", "."]), cwd=tmp_path, capture_output=True,
-        text=True, timeout=120, env=environment,
+        _unprivileged([sys.executable, "-m", "kvlint", "check", "."]),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environment,
     )
     assert completed.returncode == 1, completed.stderr
     assert completed.stdout.splitlines() == [CANARY, "secret.py:1:1: KVC901 cannot read: permission denied"]
@@ -151,8 +163,12 @@ def test_unlistable_directory_as_an_unprivileged_user(tmp_path: Path) -> None:
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
     try:
         completed = subprocess.run(
-            _unprivileged([sys.executable, "-m", "kvlint", "check", "."]), cwd=tmp_path, capture_output=True,
-            text=True, timeout=120, env=environment,
+            _unprivileged([sys.executable, "-m", "kvlint", "check", "."]),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=environment,
         )
     finally:
         locked.chmod(0o755)
@@ -195,16 +211,31 @@ def test_one_megabyte_single_line_is_analysed(nasty: Path) -> None:
     assert lines[1].startswith("long_line.py:2:") and "KVC001" in lines[1]
 
 
-@pytest.mark.parametrize(("name", "source", "expected"), [
-    ("brackets.py", "x = " + "(" * 2000 + "kv_connector_output" + ")" * 2000 + "\n",
-     "brackets.py:2:205: KVC900 cannot parse: too many nested parentheses"),
-    ("plus_chain.py", "x = " + " + ".join(["kv_connector_output"] * 10_000) + "\n",
-     "plus_chain.py:1:1: KVC900 cannot parse: too deeply nested"),
-    ("call_chain.py", "x = kv_connector_output" + "()" * 5000 + "\n",
-     "call_chain.py:1:1: KVC900 cannot parse: too deeply nested"),
-    ("deep_blocks.py", "".join("    " * i + "if kv_connector_output:\n" for i in range(120)) + "    " * 120 + "pass\n",
-     "deep_blocks.py:102:1: KVC900 cannot parse: too many levels of indentation"),
-])
+@pytest.mark.parametrize(
+    ("name", "source", "expected"),
+    [
+        (
+            "brackets.py",
+            "x = " + "(" * 2000 + "kv_connector_output" + ")" * 2000 + "\n",
+            "brackets.py:2:205: KVC900 cannot parse: too many nested parentheses",
+        ),
+        (
+            "plus_chain.py",
+            "x = " + " + ".join(["kv_connector_output"] * 10_000) + "\n",
+            "plus_chain.py:1:1: KVC900 cannot parse: too deeply nested",
+        ),
+        (
+            "call_chain.py",
+            "x = kv_connector_output" + "()" * 5000 + "\n",
+            "call_chain.py:1:1: KVC900 cannot parse: too deeply nested",
+        ),
+        (
+            "deep_blocks.py",
+            "".join("    " * i + "if kv_connector_output:\n" for i in range(120)) + "    " * 120 + "pass\n",
+            "deep_blocks.py:102:1: KVC900 cannot parse: too many levels of indentation",
+        ),
+    ],
+)
 def test_deeply_nested_code_is_a_diagnostic_not_a_crash(nasty: Path, name: str, source: str, expected: str) -> None:
     (nasty / name).write_text(HEADER + source)
     assert _check(nasty, name, "canary.py") == sorted([expected, CANARY])
@@ -259,8 +290,10 @@ def test_nothing_is_written(nasty: Path) -> None:
 
 def _slow_tree(directory: Path) -> None:
     """A tree that takes kvlint well over a second: many files of many relevant functions."""
-    function = "def step_{0}(out):\n    kvo = out.kv_connector_output\n    if kvo is None:\n        return None\n" \
-               "    return kvo.finished_sending or ()\n\n\n"
+    function = (
+        "def step_{0}(out):\n    kvo = out.kv_connector_output\n    if kvo is None:\n        return None\n"
+        "    return kvo.finished_sending or ()\n\n\n"
+    )
     body = HEADER + "".join(function.format(number) for number in range(150))
     for number in range(300):
         (directory / f"m{number:03}.py").write_text(body)
@@ -270,8 +303,13 @@ def test_ctrl_c_stops_cleanly_with_exit_130(tmp_path: Path) -> None:
     _slow_tree(tmp_path)
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(
-        [sys.executable, "-m", "kvlint", "check", "--jobs", "2", "."], cwd=tmp_path, env=environment,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        [sys.executable, "-m", "kvlint", "check", "--jobs", "2", "."],
+        cwd=tmp_path,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     time.sleep(1.0)
     os.killpg(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole process group
@@ -292,7 +330,11 @@ def test_sigterm_never_leaves_a_truncated_output(tmp_path: Path) -> None:
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(
         [sys.executable, "-m", "kvlint", "audit", "--format", "json", "--output", str(report), "--jobs", "2", "."],
-        cwd=tree, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=tree,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     time.sleep(1.0)
     process.send_signal(signal.SIGTERM)

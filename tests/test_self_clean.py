@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from tests.conftest import run_kvlint
+import subprocess
+import sys
+
+from tests.conftest import ROOT, run_kvlint
 
 
 def test_kvlint_is_clean_on_its_own_source() -> None:
@@ -13,4 +16,15 @@ def test_kvlint_is_clean_on_its_own_source() -> None:
 def test_example_tree_reports_findings() -> None:
     completed = run_kvlint("check", "fixtures/vllm_like")
     assert completed.returncode == 1
-    assert {"KVC001", "KVC002", "KVC003", "KVC004", "KVC005"} <= {line.split()[1] for line in completed.stdout.splitlines()}
+    assert {"KVC001", "KVC002", "KVC003", "KVC004", "KVC005"} <= {
+        line.split()[1] for line in completed.stdout.splitlines()
+    }
+
+
+def test_kvlint_passes_its_own_flake8_configuration() -> None:
+    """setup.cfg's [flake8] section is what kvlint lints itself with (the KVC plugin included)."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "flake8", "kvlint", "tests", "scripts", "bench"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert (completed.returncode, completed.stdout) == (0, "")

@@ -9,7 +9,10 @@ RULES = (
         code="KVC900",
         name="unparsable-file",
         summary="The file cannot be decoded or parsed",
-        what="Reports a file kvlint could not decode (bad encoding, NUL byte) or parse (syntax error, too deeply nested).",
+        what=(
+            "Reports a file kvlint could not decode (bad encoding, NUL byte) or parse (syntax error, too deeply "
+            "nested, over the size limit)."
+        ),
         why="A file that was not analysed may hide any of the other findings; passing it silently would lie.",
         bad="def step(:\n    return EMPTY_MODEL_RUNNER_OUTPUT\n",
         good="def step():\n    return EMPTY_MODEL_RUNNER_OUTPUT\n",
