@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 
 import hypothesmith
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -14,6 +15,8 @@ from kvlint.engine import EVERYTHING, analyse_prepared, prepare_source, split_li
 from kvlint.tree_index import TreeIndex
 
 CONFIG = Config()
+# hypothesmith compiles the programs it generates; their SyntaxWarnings are not kvlint's
+pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
 
 
