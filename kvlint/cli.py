@@ -15,12 +15,16 @@ import threading
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kvlint import __version__
 from kvlint.config import Config, ConfigError, load_config
 from kvlint.output import FORMATS
 from kvlint.report_formats import AUDIT_FORMATS
 from kvlint.rules import RULES, rules_table_markdown
+
+if TYPE_CHECKING:
+    from kvlint.runner import RunResult
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 
@@ -35,27 +39,13 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     check = commands.add_parser("check", help="report findings in files or directories (the pre-commit hook)")
-    check.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="files or directories (default: .)")
     check.add_argument("--format", choices=sorted(FORMATS), default="text", help="output format (default: text)")
-    check.add_argument("--select", type=_codes, help="comma-separated codes or prefixes to report")
-    check.add_argument("--ignore", type=_codes, help="comma-separated codes or prefixes not to report")
-    check.add_argument("--config", type=Path, metavar="FILE", help="read [tool.kvlint] / [kvlint] from this file")
-    check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
-    check.add_argument("--jobs", "-j", type=_positive, metavar="N", help="worker processes (default: CPU count)")
-    check.add_argument("--verbose", "-v", action="store_true", help="show tracebacks of internal errors")
-    _add_report_options(check)
+    _add_run_options(check)
 
     audit = commands.add_parser("audit", help="inventory every output, connector-output read and sentinel use")
-    audit.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="files or directories (default: .)")
     audit.add_argument("--format", choices=list(AUDIT_FORMATS), default="text", help="output format (default: text)")
-    audit.add_argument("--select", type=_codes, help="comma-separated codes or prefixes to report")
-    audit.add_argument("--ignore", type=_codes, help="comma-separated codes or prefixes not to report")
-    audit.add_argument("--config", type=Path, metavar="FILE", help="read [tool.kvlint] / [kvlint] from this file")
-    audit.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
-    audit.add_argument("--jobs", "-j", type=_positive, metavar="N", help="worker processes (default: CPU count)")
     audit.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no notes on stderr")
-    audit.add_argument("--verbose", "-v", action="store_true", help="show tracebacks of internal errors")
-    _add_report_options(audit)
+    _add_run_options(audit)
 
     rules = commands.add_parser("rules", help="list every rule")
     rules.add_argument("--format", choices=("text", "markdown"), default="text", help="output format (default: text)")
@@ -171,25 +161,34 @@ def _load(args: argparse.Namespace) -> Config | None:
     return dataclasses.replace(config, **overrides) if overrides else config
 
 
-def _check(args: argparse.Namespace) -> int:
-    from kvlint.runner import run
-
+def _load_for_run(args: argparse.Namespace) -> Config | None:
+    """The configuration of a `check` or `audit` run; None after reporting a usage error."""
     config = _load(args)
-    if config is None:
-        return EXIT_USAGE
     missing = [path for path in args.paths if not os.path.lexists(path)]
     for path in missing:
         sys.stderr.write(f"kvlint: {path}: no such file or directory\n")
-    if missing:
+    return None if config is None or missing else config
+
+
+def _print_tracebacks(result: RunResult) -> None:
+    """--verbose: the traceback behind each KVC902."""
+    for report in result.reports:
+        if report.traceback:
+            sys.stderr.write(f"--- traceback for {report.display_path}\n{report.traceback}")
+
+
+def _check(args: argparse.Namespace) -> int:
+    from kvlint.runner import run
+
+    config = _load_for_run(args)
+    if config is None:
         return EXIT_USAGE
     baseline = _read_baseline(args)
     result = run(args.paths, config, jobs=args.jobs)
     findings, _ = _new_findings(args, baseline, result.findings)
     _emit(args.output, FORMATS[args.format](findings))
     if args.verbose:
-        for report in result.reports:
-            if report.traceback:
-                sys.stderr.write(f"--- traceback for {report.display_path}\n{report.traceback}")
+        _print_tracebacks(result)
     if findings and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
@@ -199,7 +198,15 @@ class _UsageError(Exception):
     """A problem with the command line or a file it names: one line on stderr, exit 2."""
 
 
-def _add_report_options(parser: argparse.ArgumentParser) -> None:
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options `check` and `audit` share."""
+    parser.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="files or directories (default: .)")
+    parser.add_argument("--select", type=_codes, help="comma-separated codes or prefixes to report")
+    parser.add_argument("--ignore", type=_codes, help="comma-separated codes or prefixes not to report")
+    parser.add_argument("--config", type=Path, metavar="FILE", help="read [tool.kvlint] / [kvlint] from this file")
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    parser.add_argument("--jobs", "-j", type=_positive, metavar="N", help="worker processes (default: CPU count)")
+    parser.add_argument("--verbose", "-v", action="store_true", help="show tracebacks of internal errors")
     parser.add_argument("--output", "-o", type=Path, metavar="FILE",
                         help="write the report to FILE (atomically) instead of stdout")
     group = parser.add_mutually_exclusive_group()
@@ -257,13 +264,8 @@ def _audit(args: argparse.Namespace) -> int:
     from kvlint.report_formats import ProgressBar, audit_text
     from kvlint.runner import run
 
-    config = _load(args)
+    config = _load_for_run(args)
     if config is None:
-        return EXIT_USAGE
-    missing = [path for path in args.paths if not os.path.lexists(path)]
-    for path in missing:
-        sys.stderr.write(f"kvlint: {path}: no such file or directory\n")
-    if missing:
         return EXIT_USAGE
     baseline = _read_baseline(args)
     with ProgressBar(enabled=not args.quiet and sys.stderr.isatty()) as progress:
@@ -281,9 +283,7 @@ def _audit(args: argparse.Namespace) -> int:
         text = AUDIT_FORMATS[args.format](report)
     _emit(args.output, text)
     if args.verbose:
-        for file_report in result.reports:
-            if file_report.traceback:
-                sys.stderr.write(f"--- traceback for {file_report.display_path}\n{file_report.traceback}")
+        _print_tracebacks(result)
     if findings and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
