@@ -410,3 +410,55 @@ def test_real_vllm_0_10_1(mypy: Mypy, tmp_path: Path) -> None:
     errors = len([line for line in reported if ": error: " in line])
     files = len({line.split(":")[0] for line in reported if ": error: " in line})
     assert with_plugin.stdout.splitlines()[-1] == f"Found {errors} errors in {files} files (checked 4 source files)"
+
+
+# -- fuzzing: the plugin survives generated vLLM-shaped programs ---------------------------------------------
+
+
+def test_plugin_survives_generated_programs(mypy: Mypy, tmp_path: Path) -> None:
+    """Generated programs (tests/test_fuzz.py's vLLM-shaped strategy) through mypy with the plugin, in one run."""
+    import warnings
+
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import strategies as st
+
+    from tests.test_fuzz import BLOCKS, _indent
+
+    header = (
+        "import copy\n"
+        "from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT, KVConnectorOutput, ModelRunnerOutput\n"
+        "from vllm.distributed.kv_transfer import has_kv_transfer_group\n"
+        "def get_output() -> KVConnectorOutput | None: ...\n"
+    )
+    runs: list[MypyRun] = []
+
+    def compiles(program: tuple[list[str], bool]) -> bool:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                compile("def f():\n" + "\n".join(_indent(program[0])) + "\n", "generated.py", "exec")
+        except SyntaxError:
+            return False  # `break` outside a loop: mypy stops at it; not a program anyone writes
+        return True
+
+    @settings(max_examples=1, deadline=None, database=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(st.lists(st.tuples(BLOCKS, st.booleans()).filter(compiles), min_size=20, max_size=20))
+    def check(programs: list[tuple[list[str], bool]]) -> None:
+        tree = case_tree(tmp_path / f"run{len(runs)}", "mypy.ini")
+        for number, (body, marked) in enumerate(programs):
+            marker = "  # kvlint: connector-path" if marked else ""
+            source = header + f"def step(out: ModelRunnerOutput, outs: list[ModelRunnerOutput], sched: object, " \
+                              f"flag: bool, kvo: KVConnectorOutput | None) -> object:{marker}\n"
+            (tree / "cases" / f"generated_{number}.py").write_text(source + "\n".join(_indent(body)) + "\n")
+        run = check_cases(mypy, tree, "mypy.ini")
+        runs.append(run)
+        assert run.status in (0, 1), run.stderr
+        assert "INTERNAL ERROR" not in run.stdout + run.stderr and "Traceback" not in run.stderr
+        for line in run.stdout.splitlines():
+            match = re.match(r"(cases/[\w/]+\.py):(\d+):", line)
+            if match and "[kvc]" in line:
+                assert int(match.group(2)) <= len((tree / match.group(1)).read_text().splitlines())
+
+    check()
+    assert runs
