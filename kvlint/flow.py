@@ -321,9 +321,13 @@ class FlowAnalysis:
         text = " ".join(self.module.code_for_node(node).split())
         return text if len(text) <= 80 else text[:77] + "..."
 
-    def _record(self, kind: SiteKind, node: cst.CSTNode, **facts: object) -> None:
+    def _record(self, kind: SiteKind, node: cst.CSTNode, state: NullnessState | None = None, **facts: object) -> None:
+        """Record a site; with `state`, its connector-path facts are taken from there."""
         if not self.recording:
             return
+        if state is not None:
+            reason = state.connector_path_reason()
+            facts.update(on_connector_path=bool(reason), path_reason=reason)
         span = self._span(node)
         facts.setdefault("expression", self._code(node))
         site = Site(kind=kind, span=span, function=self.scope.qualname, **facts)  # type: ignore[arg-type]
@@ -344,8 +348,7 @@ class FlowAnalysis:
             origin=value.origin,
             deref_target=DerefTarget.PAYLOAD_FIELD if value.payload else DerefTarget.CONNECTOR_OUTPUT,
             sink=sink,
-            on_connector_path=bool(state.connector_path_reason()),
-            path_reason=state.connector_path_reason(),
+            state=state,
         )
 
     # -------------------------------------------------------------- lookups
@@ -415,8 +418,7 @@ class FlowAnalysis:
                     target,
                     sentinel_use=SentinelUseKind.ALIASED,
                     expression=f"{target.value} = {self._code(value_node)}",
-                    on_connector_path=bool(state.connector_path_reason()),
-                    path_reason=state.connector_path_reason(),
+                    state=state,
                 )
             self._bind(target.value, value, state)
         elif isinstance(target, cst.Attribute):
@@ -425,15 +427,13 @@ class FlowAnalysis:
             if receiver.sentinel:
                 self._record_mutation(target, target.value, state)
             if target.attr.value in self.config.optional_fields:
-                reason = state.connector_path_reason()
                 self._record(
                     SiteKind.OPTIONAL_WRITE,
                     target,
                     may_be_none=value.nullness is not Nullness.NOT_NONE,
                     guard=value.guard,
                     origin=value.origin,
-                    on_connector_path=bool(reason),
-                    path_reason=reason,
+                    state=state,
                     connector_output_argument=self._code(value_node) if value_node is not None else "",
                 )
             key = ref_key(target)
@@ -465,8 +465,7 @@ class FlowAnalysis:
             target,
             sentinel_use=SentinelUseKind.MUTATED,
             operand=self._code(receiver),
-            on_connector_path=bool(state.connector_path_reason()),
-            path_reason=state.connector_path_reason(),
+            state=state,
         )
 
     # ----------------------------------------------------------- statements
@@ -576,14 +575,12 @@ class FlowAnalysis:
         if node.value is not None:
             value = self._eval(node.value, state)
             if value.sentinel:
-                reason = state.connector_path_reason()
                 self._record(
                     SiteKind.SENTINEL_USE,
                     node,
                     sentinel_use=SentinelUseKind.RETURNED,
                     operand=self._code(node.value),
-                    on_connector_path=bool(reason),
-                    path_reason=reason,
+                    state=state,
                 )
         return unreachable()
 
@@ -902,8 +899,7 @@ class FlowAnalysis:
             self._record(
                 SiteKind.CONNECTOR_GUARD,
                 test,
-                on_connector_path=bool(state.connector_path_reason()),
-                path_reason=state.connector_path_reason(),
+                state=state,
             )
             true_state, false_state = state, state.copy()
             true_state.path, true_state.path_reason = PathFact.ON, f"`{name}()` is true here"
@@ -974,8 +970,7 @@ class FlowAnalysis:
                 node,
                 may_be_none=value.may_be_none,
                 guard=value.guard,
-                on_connector_path=bool(state.connector_path_reason()),
-                path_reason=state.connector_path_reason(),
+                state=state,
             )
             return value
         if receiver.connector_output and attr in self.config.payload_optional_fields:
@@ -1041,8 +1036,7 @@ class FlowAnalysis:
             self._record(
                 SiteKind.PAYLOAD_CONSTRUCTION,
                 node,
-                on_connector_path=bool(state.connector_path_reason()),
-                path_reason=state.connector_path_reason(),
+                state=state,
             )
             return Value(
                 Nullness.NOT_NONE,
@@ -1061,8 +1055,7 @@ class FlowAnalysis:
                     node,
                     sentinel_use=SentinelUseKind.COPIED,
                     operand=self._code(node.args[0].value),
-                    on_connector_path=bool(state.connector_path_reason()),
-                    path_reason=state.connector_path_reason(),
+                    state=state,
                 )
             return FRESH
         if callee == "setattr" and args and args[0].sentinel:
@@ -1086,12 +1079,10 @@ class FlowAnalysis:
                 argument = self._code(arg.value)
                 carries = not is_none_literal(arg.value)
                 break
-        reason = state.connector_path_reason()
         self._record(
             SiteKind.OUTPUT_CONSTRUCTION,
             node,
-            on_connector_path=bool(reason),
-            path_reason=reason,
+            state=state,
             carries_connector_output=carries,
             connector_output_argument=argument,
         )
