@@ -100,10 +100,7 @@ def decode_source(data: bytes) -> str:
                 f"cannot decode: {name} (byte order mark); Python source must be UTF-8 "
                 "or an ASCII-compatible encoding named in a coding cookie"
             )
-    nul = data.find(b"\0")
-    if nul >= 0:
-        line = data.count(b"\n", 0, nul) + 1
-        raise SourceError("cannot parse: source contains a NUL byte", line, nul - (data.rfind(b"\n", 0, nul) + 1))
+    _reject_nul(data)
     encoding = "utf-8-sig" if data.startswith(codecs.BOM_UTF8) else "utf-8"
     cookie = _coding_cookie(data)
     if cookie is not None:
@@ -140,12 +137,18 @@ def _coding_cookie(data: bytes) -> str | None:
     return None
 
 
+def _reject_nul(source: bytes | str) -> None:
+    """Raise KVC900's NUL byte error, positioned at the first NUL, if there is one."""
+    nul, newline = (source.find(b"\0"), b"\n") if isinstance(source, bytes) else (source.find("\0"), "\n")
+    if nul >= 0:
+        line = source.count(newline, 0, nul) + 1  # type: ignore[arg-type]
+        column = nul - (source.rfind(newline, 0, nul) + 1)  # type: ignore[arg-type]
+        raise SourceError("cannot parse: source contains a NUL byte", line, column)
+
+
 def _checked_text(text: str) -> str:
     """Text a host decoded: only the NUL byte check of `decode_source` still applies."""
-    nul = text.find("\0")
-    if nul >= 0:
-        line = text.count("\n", 0, nul) + 1
-        raise SourceError("cannot parse: source contains a NUL byte", line, nul - (text.rfind("\n", 0, nul) + 1))
+    _reject_nul(text)
     return text[1:] if text.startswith("\ufeff") else text
 
 

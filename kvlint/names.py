@@ -21,13 +21,18 @@ def walk_statements(tree: ast.AST) -> list[ast.stmt]:
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
-        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
-            children = getattr(node, name, None)
-            if children:
-                stack.extend(children)
+        stack.extend(child_statements(node))
         if isinstance(node, ast.stmt):
             found.append(node)
     return found
+
+
+def child_statements(node: ast.AST) -> list[ast.AST]:
+    """The statements (and except handlers, match cases) directly inside a node."""
+    children: list[ast.AST] = []
+    for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+        children.extend(getattr(node, name, None) or ())
+    return children
 
 
 def _module_of_relative(module_name: str, is_package: bool, level: int, target: str) -> str:

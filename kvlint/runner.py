@@ -66,20 +66,8 @@ def run(
     started = time.perf_counter()
     jobs = jobs or default_jobs()
     result = RunResult()
-    candidates: list[tuple[SourceFile, bytes]] = []
-    unreadable: list[Finding] = []
-    for entry in iter_python_files(paths, config):
-        result.files_found += 1
-        if isinstance(entry, UnreadablePath):
-            unreadable.append(_unreadable(entry.display_path, entry.reason))
-            continue
-        try:
-            data = read_source(entry.path)
-        except OSError as exc:
-            unreadable.append(_unreadable(entry.display_path, (exc.strerror or str(exc)).lower()))
-            continue
-        candidates.append((entry, data))
-
+    candidates, unreadable = _read_files(paths, config)
+    result.files_found = len(candidates) + len(unreadable)
     names = EVERYTHING if everything else config.names()
     relevant: list[tuple[SourceFile, bytes]] = []
     skipped: list[tuple[SourceFile, bytes]] = []
@@ -133,22 +121,25 @@ def index_tree(paths: Sequence[Path], config: Config) -> tuple[TreeIndex, frozen
     (flake8): it then sees the same index `kvlint check` builds for `run`.
     """
     names = config.names()
-    prepared: list[PreparedFile] = []
-    skipped: list[tuple[SourceFile, bytes]] = []
-    covered: set[str] = set()
+    candidates, _ = _read_files(paths, config)
+    prepared = [_prepare((entry, data, config, ())) for entry, data in candidates if mentions_any(data, names)]
+    skipped = [(entry, data) for entry, data in candidates if not mentions_any(data, names)]
+    return _build_index(prepared, skipped), frozenset(os.path.abspath(entry.path) for entry, _ in candidates)
+
+
+def _read_files(paths: Sequence[Path], config: Config) -> tuple[list[tuple[SourceFile, bytes]], list[Finding]]:
+    """Discover and read the files under `paths`: their bytes, and a KVC901 for each that cannot be read."""
+    candidates: list[tuple[SourceFile, bytes]] = []
+    unreadable: list[Finding] = []
     for entry in iter_python_files(paths, config):
         if isinstance(entry, UnreadablePath):
+            unreadable.append(_unreadable(entry.display_path, entry.reason))
             continue
         try:
-            data = read_source(entry.path)
-        except OSError:
-            continue
-        covered.add(os.path.abspath(entry.path))
-        if mentions_any(data, names):
-            prepared.append(_prepare((entry, data, config, ())))
-        else:
-            skipped.append((entry, data))
-    return _build_index(prepared, skipped), frozenset(covered)
+            candidates.append((entry, read_source(entry.path)))
+        except OSError as exc:
+            unreadable.append(_unreadable(entry.display_path, (exc.strerror or str(exc)).lower()))
+    return candidates, unreadable
 
 
 def _build_index(prepared: list[PreparedFile], skipped: list[tuple[SourceFile, bytes]]) -> TreeIndex:

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kvlint.annotations import AnnotationKind, classify_annotation
-from kvlint.names import ImportTable
+from kvlint.names import ImportTable, child_statements
 
 
 @dataclass(frozen=True, order=True)
@@ -33,7 +33,7 @@ def index_entries(tree: ast.AST, module_name: str, imports: ImportTable, payload
     stack: list[tuple[ast.AST, str]] = [(tree, module_name)]
     while stack:
         node, prefix = stack.pop()
-        for child in _child_statements(node):
+        for child in child_statements(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 kind = classify_annotation(child.returns, imports.resolve_dotted, (payload_class,))
                 qualname = f"{prefix}.{child.name}" if prefix else child.name
@@ -44,14 +44,6 @@ def index_entries(tree: ast.AST, module_name: str, imports: ImportTable, payload
             else:
                 stack.append((child, prefix))
     return sorted(entries)
-
-
-def _child_statements(node: ast.AST) -> list[ast.AST]:
-    """The statements (and handlers, match cases) directly inside a node."""
-    children: list[ast.AST] = []
-    for name in ("body", "orelse", "finalbody", "handlers", "cases"):
-        children.extend(getattr(node, name, None) or ())
-    return children
 
 
 class TreeIndex:
