@@ -137,20 +137,19 @@ def _unprivileged(command: list[str]) -> list[str]:
     return [setpriv, f"--bounding-set={drop}", f"--inh-caps={drop}", *command]
 
 
+def _check_unprivileged(tree: Path) -> subprocess.CompletedProcess[str]:
+    """`kvlint check .` in `tree`, run without the capabilities that let root read anything."""
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+    command = _unprivileged([sys.executable, "-m", "kvlint", "check", "."])
+    return subprocess.run(command, cwd=tree, capture_output=True, text=True, timeout=120, env=environment)
+
+
 def test_unreadable_file_as_an_unprivileged_user(tmp_path: Path) -> None:
     shutil.copy(NASTY / "canary.py", tmp_path / "canary.py")
     secret = tmp_path / "secret.py"
     secret.write_text(HEADER)
     secret.chmod(0)
-    environment = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
-    completed = subprocess.run(
-        _unprivileged([sys.executable, "-m", "kvlint", "check", "."]),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=environment,
-    )
+    completed = _check_unprivileged(tmp_path)
     assert completed.returncode == 1, completed.stderr
     assert completed.stdout.splitlines() == [CANARY, "secret.py:1:1: KVC901 cannot read: permission denied"]
 
@@ -161,16 +160,8 @@ def test_unlistable_directory_as_an_unprivileged_user(tmp_path: Path) -> None:
     locked.mkdir()
     (locked / "hidden.py").write_text(HEADER)
     locked.chmod(0)
-    environment = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
     try:
-        completed = subprocess.run(
-            _unprivileged([sys.executable, "-m", "kvlint", "check", "."]),
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=environment,
-        )
+        completed = _check_unprivileged(tmp_path)
     finally:
         locked.chmod(0o755)
     assert completed.returncode == 1, completed.stderr
