@@ -67,6 +67,7 @@ class PreparedFile:
     is_package: bool = False
     fallback_error: Finding | None = None  # `ast` refused it; libcst may still parse it (newer syntax)
     local_names: tuple[str, ...] = ()  # names that make a unit of this file relevant besides the configured ones
+    local_output_classes: tuple[str, ...] = ()  # local names of output classes: relevant where called
     optional_attributes: frozenset[str] = frozenset()  # attributes declared `KVConnectorOutput | None` here
     error: Finding | None = None
 
@@ -253,7 +254,10 @@ def prepare_source(
     prepared.imports = ImportTable.from_ast(tree, module_name, is_package)
     prepared.functions = index_entries(tree, module_name, prepared.imports, config.payload_class)
     prepared.optional_attributes = frozenset(declared_optional_attributes(tree, prepared.imports, config.payload_class))
-    prepared.local_names = tuple(sorted(prepared.imports.aliases_of(config.names()) | prepared.optional_attributes))
+    output_classes = prepared.imports.aliases_of(config.output_classes)
+    mentioned = prepared.imports.aliases_of(config.names()) - output_classes
+    prepared.local_names = tuple(sorted(mentioned | prepared.optional_attributes))
+    prepared.local_output_classes = tuple(sorted(output_classes))
     prepared.segments = _segments(tree)
     return prepared
 
@@ -303,11 +307,14 @@ def _parse_ast(text: str) -> ast.Module:
 
 
 @functools.lru_cache(maxsize=32)
-def _relevance_pattern(config: Config, extra_names: tuple[str, ...]) -> re.Pattern[str]:
+def _relevance_pattern(
+    config: Config, extra_names: tuple[str, ...], extra_output_classes: tuple[str, ...] = ()
+) -> re.Pattern[str]:
     """A unit is relevant when it mentions a configured name, or calls an output class.
 
-    Output classes count only when called: a function that merely annotates
-    `-> ModelRunnerOutput` holds nothing any rule looks at.
+    Output classes (and the local names a module imports them as) count only
+    when called: a function that merely annotates `-> ModelRunnerOutput` holds
+    nothing any rule looks at, and vLLM has many of those.
     """
     if "" in extra_names:
         return re.compile("")  # EVERYTHING: every unit is relevant
@@ -325,7 +332,7 @@ def _relevance_pattern(config: Config, extra_names: tuple[str, ...]) -> re.Patte
         )
         if name
     }
-    called = {name.rpartition(".")[2] for name in config.output_classes if name}
+    called = {name.rpartition(".")[2] for name in (*config.output_classes, *extra_output_classes) if name}
     alternatives = [rf"\b(?:{'|'.join(map(re.escape, sorted(mentioned)))})\b"]
     if called:
         alternatives.append(rf"\b(?:{'|'.join(map(re.escape, sorted(called)))})\s*\(")
@@ -340,7 +347,9 @@ def reduced_text(prepared: PreparedFile, config: Config, extra_names: Sequence[s
     number: libcst then parses a fraction of the file (SPEC section 9) and
     positions are mapped back at the edge.
     """
-    pattern = _relevance_pattern(config, tuple(sorted({*extra_names, *prepared.local_names})))
+    pattern = _relevance_pattern(
+        config, tuple(sorted({*extra_names, *prepared.local_names})), prepared.local_output_classes
+    )
     lines = prepared.lines
     keep = [False] * (len(lines) + 2)
     segments = prepared.segments
