@@ -410,9 +410,9 @@ def analyse_prepared(
 
 def _sites(prepared: PreparedFile, config: Config, index: TreeIndex, names: Sequence[str]) -> list[Site]:
     import libcst as cst
-    from libcst.metadata import MetadataWrapper, PositionProvider
 
     from kvlint.flow import FlowAnalysis
+    from kvlint.positions import node_spans
 
     if prepared.fallback_error is not None:
         text, line_map = prepared.text, list(range(1, len(prepared.lines) + 2))
@@ -434,16 +434,14 @@ def _sites(prepared: PreparedFile, config: Config, index: TreeIndex, names: Sequ
         from kvlint.flow import imports_from_cst
 
         prepared.imports = imports_from_cst(module, prepared.module_name, prepared.is_package)
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    positions = wrapper.resolve(PositionProvider)
+    spans = node_spans(module)
 
     def span_of(node: cst.CSTNode) -> Span:
-        code_range = positions[node]
-        start, end = code_range.start, code_range.end
-        return Span(line_map[start.line - 1], start.column, line_map[min(end.line, len(line_map)) - 1], end.column)
+        start_line, start_column, end_line, end_column = spans[node]
+        return Span(line_map[start_line - 1], start_column, line_map[min(end_line, len(line_map)) - 1], end_column)
 
     analysis = FlowAnalysis(
-        wrapper.module,
+        module,
         span_of,
         prepared.imports,
         index,
