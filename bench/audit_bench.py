@@ -115,11 +115,11 @@ def phases(tree: Path) -> list[tuple[str, float]]:
     from collections import defaultdict
 
     import libcst
-    import libcst.metadata
 
     import kvlint.discovery
     import kvlint.engine
     import kvlint.flow
+    import kvlint.positions
     import kvlint.runner
     from kvlint.config import Config
 
@@ -147,7 +147,7 @@ def phases(tree: Path) -> list[tuple[str, float]]:
     wrap(kvlint.runner, "_analyse", "analyse: libcst, flow, rules (in a thread with a large stack)")
     wrap(kvlint.engine, "reduced_text", "  of which reduced_text")
     wrap(libcst, "parse_module", "  of which libcst.parse_module")
-    wrap(libcst.metadata.MetadataWrapper, "resolve", "  of which PositionProvider")
+    wrap(kvlint.positions, "node_spans", "  of which node positions")
     wrap(kvlint.flow.FlowAnalysis, "run", "  of which flow analysis")
     previous = os.getcwd()
     os.chdir(tree)
