@@ -11,9 +11,11 @@ KVC900/KVC902 finding; nothing here prints, exits or writes.
 from __future__ import annotations
 
 import ast
+import bisect
 import codecs
 import dataclasses
 import functools
+import itertools
 import os
 import re
 import sys
@@ -306,10 +308,16 @@ def _parse_ast(text: str) -> ast.Module:
         raise SourceError(f"cannot parse: {exc}") from None
 
 
+@dataclass(frozen=True)
+class _Relevance:
+    """What makes a unit relevant: `pattern` matches in it; each match contains one of `words`."""
+
+    pattern: re.Pattern[str]
+    words: tuple[str, ...]  # empty: every unit is relevant (EVERYTHING)
+
+
 @functools.lru_cache(maxsize=32)
-def _relevance_pattern(
-    config: Config, extra_names: tuple[str, ...], extra_output_classes: tuple[str, ...] = ()
-) -> re.Pattern[str]:
+def _relevance(config: Config, extra_names: tuple[str, ...], extra_output_classes: tuple[str, ...] = ()) -> _Relevance:
     """A unit is relevant when it mentions a configured name, or calls an output class.
 
     Output classes (and the local names a module imports them as) count only
@@ -317,7 +325,7 @@ def _relevance_pattern(
     nothing any rule looks at, and vLLM has many of those.
     """
     if "" in extra_names:
-        return re.compile("")  # EVERYTHING: every unit is relevant
+        return _Relevance(re.compile(""), ())  # EVERYTHING: every unit is relevant
     mentioned = {
         name.rpartition(".")[2]
         for name in (
@@ -337,7 +345,19 @@ def _relevance_pattern(
     if called:
         alternatives.append(rf"\b(?:{'|'.join(map(re.escape, sorted(called)))})\s*\(")
     alternatives.append(r"kvlint:\s*connector-path")
-    return re.compile("|".join(alternatives))
+    return _Relevance(re.compile("|".join(alternatives)), tuple(sorted({*mentioned, *called, "kvlint"})))
+
+
+def _lines_mentioning(text: str, line_starts: list[int], words: Iterable[str]) -> list[int]:
+    """The sorted numbers of the lines where any of `words` occurs (`str.find` is
+    memchr-fast where the relevance regex crawls: 1.7 MB of vLLM in 2 ms, not 50)."""
+    found: set[int] = set()
+    for word in words:
+        position = text.find(word)
+        while position >= 0:
+            found.add(bisect.bisect_right(line_starts, position))
+            position = text.find(word, position + 1)
+    return sorted(found)
 
 
 def reduced_text(prepared: PreparedFile, config: Config, extra_names: Sequence[str] = ()) -> tuple[str, list[int]]:
@@ -347,13 +367,22 @@ def reduced_text(prepared: PreparedFile, config: Config, extra_names: Sequence[s
     number: libcst then parses a fraction of the file (SPEC section 9) and
     positions are mapped back at the edge.
     """
-    pattern = _relevance_pattern(
-        config, tuple(sorted({*extra_names, *prepared.local_names})), prepared.local_output_classes
-    )
+    relevance = _relevance(config, tuple(sorted({*extra_names, *prepared.local_names})), prepared.local_output_classes)
     lines = prepared.lines
     keep = [False] * (len(lines) + 2)
     segments = prepared.segments
-    relevant = [pattern.search("".join(lines[first - 1 : last])) is not None for first, last, _ in segments]
+    if relevance.words:
+        line_starts = list(itertools.accumulate(map(len, lines), initial=0))
+        mentioning = _lines_mentioning("".join(lines), line_starts, relevance.words)
+    else:
+        mentioning = list(range(1, len(lines) + 1))
+
+    def is_relevant(first: int, last: int) -> bool:
+        if bisect.bisect_left(mentioning, first) == bisect.bisect_right(mentioning, last):
+            return False  # no configured word at all: the regex cannot match
+        return relevance.pattern.search("".join(lines[first - 1 : last])) is not None
+
+    relevant = [is_relevant(first, last) for first, last, _ in segments]
     for number, (first, last, parent) in enumerate(segments):
         if not (relevant[number] or (parent >= 0 and relevant[parent])):
             continue  # a class whose header mentions a name is kept whole, so its body is never empty
