@@ -157,9 +157,18 @@ def _checked_text(text: str) -> str:
 
 def mentions_any(data: bytes | str, names: Iterable[str]) -> bool:
     """The byte scan: can this file concern kvlint at all?"""
+    text_needles, byte_needles = _needles(tuple(names))
     if isinstance(data, bytes):
-        return any(name.encode() in data for name in names)
-    return any(name in data for name in names)
+        return any(needle in data for needle in byte_needles)
+    return any(needle in data for needle in text_needles)
+
+
+@functools.lru_cache(maxsize=32)
+def _needles(names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[bytes, ...]]:
+    """The names to look for, without those that contain another one: a file that
+    mentions `_get_kv_connector_output` mentions `kv_connector_output` too."""
+    kept = tuple(name for name in names if not any(other != name and other in name for other in names))
+    return kept, tuple(name.encode() for name in kept)
 
 
 def module_name_for(path: Path) -> tuple[str, bool]:
