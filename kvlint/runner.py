@@ -10,7 +10,7 @@ import os
 import re
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -32,7 +32,7 @@ from kvlint.findings import Finding
 from kvlint.rules import INTERNAL_ERROR, UNREADABLE
 from kvlint.tree_index import TreeIndex
 
-PARALLEL_THRESHOLD = 4  # below this many files to analyse, worker start-up costs more than it saves
+PARALLEL_THRESHOLD = 4  # below this many files found, worker start-up costs more than it saves
 
 
 @dataclass
@@ -60,33 +60,31 @@ def run(
 ) -> RunResult:
     """Check every Python file under `paths` with `config`.
 
+    The files are read and byte-scanned here while worker processes parse the
+    relevant ones as they are found; the tree index needs them all, then the
+    analysis runs in the workers, largest file first.
     `everything` skips the byte scan and analyses every unit of every file (the
     corpus run and fuzzing use it to exercise the parser and the flow analysis).
     """
     started = time.perf_counter()
     jobs = jobs or default_jobs()
     result = RunResult()
-    candidates, unreadable = _read_files(paths, config)
-    result.files_found = len(candidates) + len(unreadable)
+    entries = list(iter_python_files(paths, config))
+    result.files_found = len(entries)
     names = EVERYTHING if everything else config.names()
-    relevant: list[tuple[SourceFile, bytes]] = []
+    unreadable: list[Finding] = []
     skipped: list[tuple[SourceFile, bytes]] = []
-    for source, data in candidates:
-        if mentions_any(data, names):
-            relevant.append((source, data))
-            continue
-        skipped.append((source, data))
-        problem = encoding_problem(data, source.display_path)
-        if problem is not None:
-            unreadable.append(problem)
-    with _Pool(jobs, len(relevant)) as pool:
-        prepared = pool.map(_prepare, [(f, d, config, names) for f, d in relevant], on_crash=_prepare_crashed)
-        index = _build_index(prepared, skipped)
+    with _Pool(jobs, len(entries)) as pool:
+        relevant = (
+            (source, data, config, names)
+            for source, data in _read(entries, unreadable)
+            if _is_relevant(source, data, names, skipped, unreadable)
+        )
+        prepared = pool.map(_prepare, relevant, on_crash=_prepare_crashed)
+        index, callers = _build_index(prepared, skipped)
         extra_names = EVERYTHING if everything else tuple(sorted(index.candidate_names()))
-        if extra_names and not everything:
-            callers = [(f, d) for f, d in skipped if mentions_any(d, extra_names)]
-            prepared += pool.map(_prepare, [(f, d, config, extra_names) for f, d in callers], on_crash=_prepare_crashed)
-        prepared.sort(key=lambda p: p.display_path)
+        prepared += pool.map(_prepare, [(f, d, config, extra_names) for f, d in callers], on_crash=_prepare_crashed)
+        prepared.sort(key=lambda p: (-len(p.text), p.display_path))  # the longest first: workers finish together
         reports = pool.map(
             _analyse, [(p, config, index, extra_names) for p in prepared], progress, on_crash=_analyse_crashed
         )
@@ -97,6 +95,20 @@ def run(
     result.files_analysed = sum(report.analysed for report in reports)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _is_relevant(
+    source: SourceFile, data: bytes, names: Sequence[str],
+    skipped: list[tuple[SourceFile, bytes]], unreadable: list[Finding],
+) -> bool:
+    """The byte scan; a file it skips is kept for the index, and said if it cannot even be decoded."""
+    if mentions_any(data, names):
+        return True
+    skipped.append((source, data))
+    problem = encoding_problem(data, source.display_path)
+    if problem is not None:
+        unreadable.append(problem)
+    return False
 
 
 def _unreadable(display_path: str, reason: str) -> Finding:
@@ -121,47 +133,54 @@ def index_tree(paths: Sequence[Path], config: Config) -> tuple[TreeIndex, frozen
     (flake8): it then sees the same index `kvlint check` builds for `run`.
     """
     names = config.names()
-    candidates, _ = _read_files(paths, config)
+    candidates = list(_read(iter_python_files(paths, config), []))
     prepared = [_prepare((entry, data, config, ())) for entry, data in candidates if mentions_any(data, names)]
     skipped = [(entry, data) for entry, data in candidates if not mentions_any(data, names)]
-    return _build_index(prepared, skipped), frozenset(os.path.abspath(entry.path) for entry, _ in candidates)
+    return _build_index(prepared, skipped)[0], frozenset(os.path.abspath(entry.path) for entry, _ in candidates)
 
 
-def _read_files(paths: Sequence[Path], config: Config) -> tuple[list[tuple[SourceFile, bytes]], list[Finding]]:
-    """Discover and read the files under `paths`: their bytes, and a KVC901 for each that cannot be read."""
-    candidates: list[tuple[SourceFile, bytes]] = []
-    unreadable: list[Finding] = []
-    for entry in iter_python_files(paths, config):
+def _read(
+    entries: Iterable[SourceFile | UnreadablePath], unreadable: list[Finding]
+) -> Iterator[tuple[SourceFile, bytes]]:
+    """The bytes of each file; a KVC901 in `unreadable` for each that cannot be read."""
+    for entry in entries:
         if isinstance(entry, UnreadablePath):
             unreadable.append(_unreadable(entry.display_path, entry.reason))
             continue
         try:
-            candidates.append((entry, read_source(entry.path)))
+            data = read_source(entry.path)
         except OSError as exc:
             unreadable.append(_unreadable(entry.display_path, (exc.strerror or str(exc)).lower()))
-    return candidates, unreadable
+            continue
+        yield entry, data
 
 
-def _build_index(prepared: list[PreparedFile], skipped: list[tuple[SourceFile, bytes]]) -> TreeIndex:
-    """Merge the files' function entries; a name also defined in a skipped file is not Optional-only."""
+def _build_index(
+    prepared: list[PreparedFile], skipped: list[tuple[SourceFile, bytes]]
+) -> tuple[TreeIndex, list[tuple[SourceFile, bytes]]]:
+    """Merge the files' function entries, and pick the skipped files that mention an
+    Optional-returning function (its callers). A method name also defined in a
+    skipped file is not Optional-only; such a file mentions the name, so only
+    the callers need that second look."""
     entries = [entry for p in prepared for entry in p.functions]
     first = TreeIndex(entries)
+    candidates = tuple(sorted(first.candidate_names()))
+    callers = [(source, data) for source, data in skipped if mentions_any(data, candidates)] if candidates else []
     if not first.optional_method_names:
-        return first
+        return first, callers
     names = sorted(first.optional_method_names)
     pattern = re.compile(rb"\bdef\s+(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b")
-    encoded = [name.encode() for name in names]
-    elsewhere = {
-        match.group(1).decode()
-        for _, data in skipped
-        if any(name in data for name in encoded)
-        for match in pattern.finditer(data)
-    }
-    return TreeIndex(entries, elsewhere)
+    elsewhere = {match.group(1).decode() for _, data in callers for match in pattern.finditer(data)}
+    return TreeIndex(entries, elsewhere), callers
 
 
 class _Pool:
-    """Map work over worker processes; a crashed worker costs only its own file."""
+    """Map work over worker processes; a crashed worker costs only its own file.
+
+    The workers start at the first item submitted, so a run that finds nothing
+    to parse never starts them, and they import libcst (0.1 s) while this
+    process is still reading files.
+    """
 
     def __init__(self, jobs: int, size: int):
         self.parallel = jobs > 1 and size >= PARALLEL_THRESHOLD
@@ -176,30 +195,39 @@ class _Pool:
             self.executor.shutdown(cancel_futures=True)
 
     def map(self, function, items, progress=None, on_crash=None):  # type: ignore[no-untyped-def]
-        """Apply `function` to each item, in order; an item whose process dies twice gets `on_crash(item)`."""
-        items = list(items)
-        if not self.parallel or len(items) < PARALLEL_THRESHOLD:
+        """Apply `function` to each item, in order; an item whose process dies twice gets `on_crash(item)`.
+
+        `items` may be a generator: each item is submitted as soon as it is produced.
+        """
+        if not self.parallel:
+            items = list(items)
             results = []
             for done, item in enumerate(items, start=1):
                 results.append(function(item))
                 if progress:
                     progress(done, len(items))
             return results
-        if self.executor is None:
-            import kvlint.flow  # noqa: F401 - imported once here, inherited by every forked worker (libcst: 0.1 s)
-
-            self.executor = ProcessPoolExecutor(max_workers=self.jobs, initializer=_quiet_worker)
-        futures = [self.executor.submit(function, item) for item in items]
+        submitted = []
+        for item in items:
+            if self.executor is None:
+                self.executor = ProcessPoolExecutor(max_workers=self.jobs, initializer=_warm_worker)
+            submitted.append((self.executor.submit(function, item), item))
         results: list[object] = []
-        for done, (future, item) in enumerate(zip(futures, items), start=1):
+        for done, (future, item) in enumerate(submitted, start=1):
             try:
                 results.append(future.result())
             except BrokenProcessPool:
                 results.append(_isolated(function, item, on_crash))
                 self.executor = None
             if progress:
-                progress(done, len(items))
+                progress(done, len(submitted))
         return results
+
+
+def _warm_worker() -> None:
+    """Import what the analysis needs while the parent is still reading files."""
+    _quiet_worker()
+    import kvlint.flow  # noqa: F401 - libcst: 0.1 s, better spent now than in the first analysis
 
 
 def _quiet_worker() -> None:
