@@ -183,10 +183,13 @@ def module_name_for(path: Path) -> tuple[str, bool]:
     return ".".join(reversed(parts)), is_package
 
 
-def declared_optional_attributes(tree: ast.AST, imports: ImportTable, payload_class: str) -> set[str]:
-    """Names of attributes annotated `KVConnectorOutput | None` (class body or `self.x:`)."""
+def declared_optional_attributes(
+    statements: Iterable[ast.stmt], imports: ImportTable, payload_class: str
+) -> set[str]:
+    """Names of attributes annotated `KVConnectorOutput | None` (class body or `self.x:`) among a
+    module's statements (`walk_statements`)."""
     names: set[str] = set()
-    for node in walk_statements(tree):
+    for node in statements:
         if not isinstance(node, ast.AnnAssign):
             continue
         target = node.target
@@ -262,9 +265,11 @@ def prepare_source(
             prepared.error = finding
         return prepared
     prepared.lines = split_lines(text)
-    prepared.imports = ImportTable.from_ast(tree, module_name, is_package)
+    statements = walk_statements(tree)
+    prepared.imports = ImportTable.from_statements(statements, module_name, is_package)
     prepared.functions = index_entries(tree, module_name, prepared.imports, config.payload_class)
-    prepared.optional_attributes = frozenset(declared_optional_attributes(tree, prepared.imports, config.payload_class))
+    optional_attributes = declared_optional_attributes(statements, prepared.imports, config.payload_class)
+    prepared.optional_attributes = frozenset(optional_attributes)
     output_classes = prepared.imports.aliases_of(config.output_classes)
     mentioned = prepared.imports.aliases_of(config.names()) - output_classes
     prepared.local_names = tuple(sorted(mentioned | prepared.optional_attributes))

@@ -8,6 +8,7 @@ the module's import table and the callee of a few calls.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable
 
 
@@ -30,9 +31,19 @@ def walk_statements(tree: ast.AST) -> list[ast.stmt]:
 def child_statements(node: ast.AST) -> list[ast.AST]:
     """The statements (and except handlers, match cases) directly inside a node."""
     children: list[ast.AST] = []
-    for name in ("body", "orelse", "finalbody", "handlers", "cases"):
-        children.extend(getattr(node, name, None) or ())
+    for name in _block_fields(type(node)):
+        children.extend(getattr(node, name))
     return children
+
+
+_BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+@functools.cache
+def _block_fields(node_type: type[ast.AST]) -> tuple[str, ...]:
+    """The fields of a statement type that hold statements: most simple statements have none,
+    and asking the type once beats five `getattr` calls per statement (vLLM's files have 50,000)."""
+    return tuple(name for name in _BLOCK_FIELDS if name in node_type._fields)
 
 
 def _module_of_relative(module_name: str, is_package: bool, level: int, target: str) -> str:
@@ -57,8 +68,15 @@ class ImportTable:
     @classmethod
     def from_ast(cls, tree: ast.AST, module_name: str = "", is_package: bool = False) -> ImportTable:
         """Collect the import bindings of a parsed module."""
+        return cls.from_statements(walk_statements(tree), module_name, is_package)
+
+    @classmethod
+    def from_statements(
+        cls, statements: Iterable[ast.stmt], module_name: str = "", is_package: bool = False
+    ) -> ImportTable:
+        """Collect the import bindings among a module's statements (`walk_statements`)."""
         bindings: dict[str, str] = {}
-        for node in walk_statements(tree):
+        for node in statements:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
