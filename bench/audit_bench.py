@@ -121,6 +121,7 @@ def phases(tree: Path) -> list[tuple[str, float]]:
     import kvlint.flow
     import kvlint.positions
     import kvlint.runner
+    from kvlint.cli import _collect_garbage_rarely
     from kvlint.config import Config
 
     spent: defaultdict[str, float] = defaultdict(float)
@@ -140,15 +141,16 @@ def phases(tree: Path) -> list[tuple[str, float]]:
         labels.append(label)
 
     wrap(kvlint.runner, "read_source", "read every file")
-    wrap(kvlint.runner, "mentions_any", "byte scans in the runner (configured names, then callers)")
+    wrap(kvlint.runner, "_is_relevant", "byte scan of every file for the configured names")
     wrap(kvlint.runner, "_prepare", "prepare: decode, ast.parse, import table, index entries")
     wrap(kvlint.engine, "_parse_ast", "  of which ast.parse")
-    wrap(kvlint.runner, "_build_index", "build the tree index (a regex over every file for `def name`)")
+    wrap(kvlint.runner, "_build_index", "tree index, and the scan of skipped files for its callers")
     wrap(kvlint.runner, "_analyse", "analyse: libcst, flow, rules (in a thread with a large stack)")
     wrap(kvlint.engine, "reduced_text", "  of which reduced_text")
     wrap(libcst, "parse_module", "  of which libcst.parse_module")
     wrap(kvlint.positions, "node_spans", "  of which node positions")
     wrap(kvlint.flow.FlowAnalysis, "run", "  of which flow analysis")
+    _collect_garbage_rarely()  # as the command line does
     previous = os.getcwd()
     os.chdir(tree)
     try:
