@@ -9,8 +9,12 @@ import tempfile
 from pathlib import Path
 
 
-def write_atomic(path: Path | str, text: str) -> None:
-    """Write `text` (UTF-8) to `path`: a temporary file in the same directory, fsync, then `os.replace`."""
+def write_atomic(path: Path | str, text: str, durable: bool = True) -> None:
+    """Write `text` (UTF-8) to `path`: a temporary file in the same directory, fsync, then `os.replace`.
+
+    `durable=False` skips the fsyncs: the rename is still atomic, but after a
+    power loss the file may be empty (fine for a cache, which treats it as a miss).
+    """
     target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)  # write through a symlink
     directory = target.parent if str(target.parent) else Path(os.curdir)
     mode = _mode_for(target)
@@ -18,15 +22,17 @@ def write_atomic(path: Path | str, text: str) -> None:
     try:
         with os.fdopen(fd, "wb") as stream:
             stream.write(text.encode("utf-8"))
-            stream.flush()
-            os.fsync(stream.fileno())
+            if durable:
+                stream.flush()
+                os.fsync(stream.fileno())
         os.chmod(temporary, mode)
         os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
-    _fsync_directory(directory)
+    if durable:
+        _fsync_directory(directory)
 
 
 def _mode_for(target: Path) -> int:

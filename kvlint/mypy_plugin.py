@@ -11,7 +11,6 @@ in the mypy process.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Callable, Set as AbstractSet
@@ -51,15 +50,7 @@ OPTIONAL_ARGUMENT = "KVC003"
 HookContext = AttributeContext | FunctionContext | MethodContext
 
 
-def _source_digest() -> str:
-    """Digest kvlint's own sources, so that mypy's cache follows engine changes, not only releases."""
-    digest = hashlib.sha256()
-    for source in sorted(Path(kvlint.__file__).parent.rglob("*.py")):
-        digest.update(source.as_posix().encode() + b"\0" + source.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-PLUGIN_VERSION = f"{kvlint.__version__}+{_source_digest()}"
+PLUGIN_VERSION = f"{kvlint.__version__}+{kvlint.source_digest()}"
 
 
 class KvlintPlugin(Plugin):
