@@ -184,6 +184,11 @@ def _load_for_run(args: argparse.Namespace) -> Config | None:
     return None if config is None or missing else config
 
 
+def _warn_about_cache(result: RunResult) -> None:
+    if result.cache_problem:
+        sys.stderr.write(f"kvlint: warning: results not cached: {result.cache_problem}\n")
+
+
 def _print_tracebacks(result: RunResult) -> None:
     """--verbose: the traceback behind each KVC902."""
     for report in result.reports:
@@ -192,13 +197,15 @@ def _print_tracebacks(result: RunResult) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from kvlint.cache import cache_directory
     from kvlint.runner import run
 
     config = _load_for_run(args)
     if config is None:
         return EXIT_USAGE
     baseline = _read_baseline(args)
-    result = run(args.paths, config, jobs=args.jobs)
+    result = run(args.paths, config, jobs=args.jobs, cache_dir=cache_directory(args.cache_dir))
+    _warn_about_cache(result)
     findings, _ = _new_findings(args, baseline, result.findings)
     _emit(args.output, FORMATS[args.format](findings))
     if args.verbose:
@@ -223,6 +230,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verbose", "-v", action="store_true", help="show tracebacks of internal errors")
     parser.add_argument("--output", "-o", type=Path, metavar="FILE",
                         help="write the report to FILE (atomically) instead of stdout")
+    parser.add_argument("--cache-dir", type=Path, metavar="DIR",
+                        help="reuse and store per-file results in DIR (default: $KVLINT_CACHE_DIR; none: nothing "
+                        "is written)")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--baseline", type=Path, metavar="FILE", help="report only findings FILE does not record")
     group.add_argument("--write-baseline", type=Path, metavar="FILE",
@@ -275,6 +285,7 @@ def _audit(args: argparse.Namespace) -> int:
     import shutil
 
     from kvlint.audit import build_audit
+    from kvlint.cache import cache_directory
     from kvlint.report_formats import ProgressBar, audit_text
     from kvlint.runner import run
 
@@ -283,7 +294,9 @@ def _audit(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     baseline = _read_baseline(args)
     with ProgressBar(enabled=not args.quiet and sys.stderr.isatty()) as progress:
-        result = run(args.paths, config, jobs=args.jobs, progress=progress)
+        result = run(args.paths, config, jobs=args.jobs, progress=progress, cache_dir=cache_directory(args.cache_dir))
+    if not args.quiet:
+        _warn_about_cache(result)
     findings, baselined = _new_findings(args, baseline, result.findings)
     shown = [path.as_posix() for path in args.paths] or ["."]
     report = build_audit(result, config, shown, findings, baselined)

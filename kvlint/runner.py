@@ -15,6 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kvlint.config import Config
 from kvlint.discovery import SourceFile, UnreadablePath, iter_python_files, read_source
@@ -30,7 +31,10 @@ from kvlint.engine import (
 )
 from kvlint.findings import Finding
 from kvlint.rules import INTERNAL_ERROR, UNREADABLE
-from kvlint.tree_index import TreeIndex
+from kvlint.tree_index import FunctionReturn, TreeIndex
+
+if TYPE_CHECKING:
+    from kvlint.cache import CachedFile, ResultCache
 
 PARALLEL_THRESHOLD = 4  # below this many files found, worker start-up costs more than it saves
 
@@ -44,6 +48,8 @@ class RunResult:
     files_found: int = 0  # files that discovery yielded (including unreadable ones)
     files_analysed: int = 0  # files that went through the flow analysis
     seconds: float = 0.0
+    cache_hits: int = 0  # reports reused from the cache directory
+    cache_problem: str = ""  # why results could not be stored there
 
 
 def default_jobs() -> int:
@@ -57,6 +63,7 @@ def default_jobs() -> int:
 def run(
     paths: Sequence[Path], config: Config, jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None, everything: bool = False,
+    cache_dir: Path | None = None,
 ) -> RunResult:
     """Check every Python file under `paths` with `config`.
 
@@ -65,6 +72,8 @@ def run(
     analysis runs in the workers, largest file first.
     `everything` skips the byte scan and analyses every unit of every file (the
     corpus run and fuzzing use it to exercise the parser and the flow analysis).
+    `cache_dir` reuses and stores per-file results there (`kvlint.cache`); a
+    file whose entry matches is neither parsed nor analysed.
     """
     started = time.perf_counter()
     jobs = jobs or default_jobs()
@@ -74,27 +83,111 @@ def run(
     names = EVERYTHING if everything else config.names()
     unreadable: list[Finding] = []
     skipped: list[tuple[SourceFile, bytes]] = []
+    cache = _RunCache.open(cache_dir, config, everything) if cache_dir is not None else None
     with _Pool(jobs, len(entries)) as pool:
         relevant = (
             (source, data, config, names)
             for source, data in _read(entries, unreadable)
             if _is_relevant(source, data, names, skipped, unreadable)
         )
+        if cache is not None:
+            relevant = cache.unknown(relevant)
         prepared = pool.map(_prepare, relevant, on_crash=_prepare_crashed)
-        index, callers = _build_index(prepared, skipped)
+        entries_known = [entry for p in prepared for entry in p.functions]
+        if cache is not None:
+            entries_known += cache.recalled_functions()
+        index, callers = _build_index(entries_known, skipped)
         extra_names = EVERYTHING if everything else tuple(sorted(index.candidate_names()))
-        prepared += pool.map(_prepare, [(f, d, config, extra_names) for f, d in callers], on_crash=_prepare_crashed)
-        prepared.sort(key=lambda p: (-len(p.text), p.display_path))  # the longest first: workers finish together
-        reports = pool.map(
-            _analyse, [(p, config, index, extra_names) for p in prepared], progress, on_crash=_analyse_crashed
+        caller_work = [(f, d, config, extra_names) for f, d in callers]
+        if cache is not None:
+            caller_work = list(cache.unknown(caller_work))
+        prepared += pool.map(_prepare, caller_work, on_crash=_prepare_crashed)
+        work = [_Analysis(p.display_path, len(p.text), prepared=p) for p in prepared]
+        reports: list[FileReport] = []
+        if cache is not None:
+            cache.index_key = cache.store.index_key(index, extra_names)
+            reports += cache.reusable_reports()
+            work += cache.stale_work()
+        work.sort(key=lambda w: (-w.size, w.display_path))  # the longest first: workers finish together
+        analysed = pool.map(
+            _analyse, [(w, config, index, extra_names) for w in work], progress, on_crash=_analyse_crashed
         )
+        if cache is not None:
+            cache.remember(work, analysed)
+        reports += analysed
     reports += [FileReport(f.path, findings=(f,)) for f in unreadable]  # KVC901, and KVC900 of skipped files
     reports.sort(key=lambda r: r.display_path)
     result.reports = reports
     result.findings = sorted(finding for report in reports for finding in report.findings)
     result.files_analysed = sum(report.analysed for report in reports)
+    if cache is not None:
+        result.cache_hits, result.cache_problem = cache.store.hits, cache.store.problem
     result.seconds = time.perf_counter() - started
     return result
+
+
+@dataclass
+class _Analysis:
+    """One file to analyse: prepared already, or (its cached report is stale) its bytes to prepare first."""
+
+    display_path: str
+    size: int
+    prepared: PreparedFile | None = None
+    unprepared: tuple[SourceFile, bytes, tuple[str, ...]] | None = None
+
+
+class _RunCache:
+    """One run's use of a `ResultCache`: which files it recalled, and the keys of those it works out."""
+
+    def __init__(self, store: ResultCache):
+        self.store = store
+        self.index_key = ""
+        self.keys: dict[str, str] = {}  # display path -> entry key
+        self.recalled: list[tuple[SourceFile, bytes, tuple[str, ...], CachedFile]] = []
+        self.functions: dict[str, list[FunctionReturn]] = {}  # display path -> index entries of a recalled file
+
+    @classmethod
+    def open(cls, directory: Path, config: Config, everything: bool) -> _RunCache:
+        from kvlint.cache import ResultCache  # only a run that asks for a cache pays for its imports
+
+        return cls(ResultCache(directory, config, everything))
+
+    def unknown(
+        self, items: Iterable[tuple[SourceFile, bytes, Config, tuple[str, ...]]]
+    ) -> Iterator[tuple[SourceFile, bytes, Config, tuple[str, ...]]]:
+        """The items whose file has no cache entry; the others are set aside as recalled."""
+        for source, data, config, names in items:
+            key = self.store.file_key(source.display_path, *module_name_for(source.path), data)
+            self.keys[source.display_path] = key
+            cached = self.store.recall(key)
+            if cached is None:
+                yield source, data, config, names
+            else:
+                self.recalled.append((source, data, names, cached))
+                self.functions[source.display_path] = cached.functions
+
+    def recalled_functions(self) -> list[FunctionReturn]:
+        """The index entries of the files recalled so far (the tree index is built from them)."""
+        return [entry for _, _, _, cached in self.recalled for entry in cached.functions]
+
+    def reusable_reports(self) -> list[FileReport]:
+        """The reports of recalled files that were made with this run's tree index."""
+        found = [self.store.report(cached, self.index_key) for _, _, _, cached in self.recalled]
+        return [report for report in found if report is not None]
+
+    def stale_work(self) -> list[_Analysis]:
+        """The recalled files whose report was made with another tree index: analysed again."""
+        return [
+            _Analysis(source.display_path, len(data), unprepared=(source, data, names))
+            for source, data, names, cached in self.recalled
+            if cached.index_key != self.index_key
+        ]
+
+    def remember(self, work: list[_Analysis], reports: list[FileReport]) -> None:
+        """Store what this run worked out."""
+        for item, report in zip(work, reports):
+            functions = item.prepared.functions if item.prepared else self.functions[item.display_path]
+            self.store.remember(self.keys[item.display_path], functions, self.index_key, report)
 
 
 def _is_relevant(
@@ -121,8 +214,12 @@ def _prepare(args: tuple[SourceFile, bytes, Config, tuple[str, ...]]) -> Prepare
     return prepare_source(data, source.display_path, config, module_name, is_package, extra_names)
 
 
-def _analyse(args: tuple[PreparedFile, Config, TreeIndex, tuple[str, ...]]) -> FileReport:
-    prepared, config, index, names = args
+def _analyse(args: tuple[_Analysis, Config, TreeIndex, tuple[str, ...]]) -> FileReport:
+    work, config, index, names = args
+    prepared = work.prepared
+    if prepared is None:
+        source, data, prepare_names = work.unprepared  # type: ignore[misc]
+        prepared = _prepare((source, data, config, prepare_names))
     return analyse_prepared(prepared, config, index, names)
 
 
@@ -136,7 +233,8 @@ def index_tree(paths: Sequence[Path], config: Config) -> tuple[TreeIndex, frozen
     candidates = list(_read(iter_python_files(paths, config), []))
     prepared = [_prepare((entry, data, config, ())) for entry, data in candidates if mentions_any(data, names)]
     skipped = [(entry, data) for entry, data in candidates if not mentions_any(data, names)]
-    return _build_index(prepared, skipped)[0], frozenset(os.path.abspath(entry.path) for entry, _ in candidates)
+    entries = [entry for p in prepared for entry in p.functions]
+    return _build_index(entries, skipped)[0], frozenset(os.path.abspath(entry.path) for entry, _ in candidates)
 
 
 def _read(
@@ -156,13 +254,12 @@ def _read(
 
 
 def _build_index(
-    prepared: list[PreparedFile], skipped: list[tuple[SourceFile, bytes]]
+    entries: list[FunctionReturn], skipped: list[tuple[SourceFile, bytes]]
 ) -> tuple[TreeIndex, list[tuple[SourceFile, bytes]]]:
-    """Merge the files' function entries, and pick the skipped files that mention an
-    Optional-returning function (its callers). A method name also defined in a
-    skipped file is not Optional-only; such a file mentions the name, so only
-    the callers need that second look."""
-    entries = [entry for p in prepared for entry in p.functions]
+    """Merge the relevant files' function entries, and pick the skipped files that
+    mention an Optional-returning function (its callers). A method name also
+    defined in a skipped file is not Optional-only; such a file mentions the
+    name, so only the callers need that second look."""
     first = TreeIndex(entries)
     candidates = tuple(sorted(first.candidate_names()))
     callers = [(source, data) for source, data in skipped if mentions_any(data, candidates)] if candidates else []
@@ -256,5 +353,5 @@ def _prepare_crashed(args: tuple[SourceFile, bytes, Config, tuple[str, ...]]) ->
     return PreparedFile(args[0].display_path, "", error=_crashed(args[0].display_path))
 
 
-def _analyse_crashed(args: tuple[PreparedFile, Config, TreeIndex, tuple[str, ...]]) -> FileReport:
+def _analyse_crashed(args: tuple[_Analysis, Config, TreeIndex, tuple[str, ...]]) -> FileReport:
     return FileReport(args[0].display_path, findings=(_crashed(args[0].display_path),))
