@@ -93,10 +93,10 @@ def run(
         if cache is not None:
             relevant = cache.unknown(relevant)
         prepared = pool.map(_prepare, relevant, on_crash=_prepare_crashed)
-        entries_known = [entry for p in prepared for entry in p.functions]
+        functions = [entry for p in prepared for entry in p.functions]
         if cache is not None:
-            entries_known += cache.recalled_functions()
-        index, callers = _build_index(entries_known, skipped)
+            functions += cache.recalled_functions()
+        index, callers = _build_index(functions, skipped)
         extra_names = EVERYTHING if everything else tuple(sorted(index.candidate_names()))
         caller_work = [(f, d, config, extra_names) for f, d in callers]
         if cache is not None:
@@ -105,9 +105,9 @@ def run(
         work = [_Analysis(p.display_path, len(p.text), prepared=p) for p in prepared]
         reports: list[FileReport] = []
         if cache is not None:
-            cache.index_key = cache.store.index_key(index, extra_names)
-            reports += cache.reusable_reports()
-            work += cache.stale_work()
+            reused, stale = cache.reports_for(cache.store.index_key(index, extra_names))
+            reports += reused
+            work += stale
         work.sort(key=lambda w: (-w.size, w.display_path))  # the longest first: workers finish together
         analysed = pool.map(
             _analyse, [(w, config, index, extra_names) for w in work], progress, on_crash=_analyse_crashed
@@ -143,8 +143,7 @@ class _RunCache:
         self.store = store
         self.index_key = ""
         self.keys: dict[str, str] = {}  # display path -> entry key
-        self.recalled: list[tuple[SourceFile, bytes, tuple[str, ...], CachedFile]] = []
-        self.functions: dict[str, list[FunctionReturn]] = {}  # display path -> index entries of a recalled file
+        self.recalled: dict[str, tuple[SourceFile, bytes, tuple[str, ...], CachedFile]] = {}  # by display path
 
     @classmethod
     def open(cls, directory: Path, config: Config, everything: bool) -> _RunCache:
@@ -163,30 +162,29 @@ class _RunCache:
             if cached is None:
                 yield source, data, config, names
             else:
-                self.recalled.append((source, data, names, cached))
-                self.functions[source.display_path] = cached.functions
+                self.recalled[source.display_path] = (source, data, names, cached)
 
     def recalled_functions(self) -> list[FunctionReturn]:
         """The index entries of the files recalled so far (the tree index is built from them)."""
-        return [entry for _, _, _, cached in self.recalled for entry in cached.functions]
+        return [entry for *_, cached in self.recalled.values() for entry in cached.functions]
 
-    def reusable_reports(self) -> list[FileReport]:
-        """The reports of recalled files that were made with this run's tree index."""
-        found = [self.store.report(cached, self.index_key) for _, _, _, cached in self.recalled]
-        return [report for report in found if report is not None]
-
-    def stale_work(self) -> list[_Analysis]:
-        """The recalled files whose report was made with another tree index: analysed again."""
-        return [
-            _Analysis(source.display_path, len(data), unprepared=(source, data, names))
-            for source, data, names, cached in self.recalled
-            if cached.index_key != self.index_key
-        ]
+    def reports_for(self, index_key: str) -> tuple[list[FileReport], list[_Analysis]]:
+        """The recalled files' reports made with this tree index, and the others to analyse again."""
+        self.index_key = index_key
+        reused: list[FileReport] = []
+        stale: list[_Analysis] = []
+        for source, data, names, cached in self.recalled.values():
+            report = self.store.report(cached, index_key)
+            if report is not None:
+                reused.append(report)
+            else:
+                stale.append(_Analysis(source.display_path, len(data), unprepared=(source, data, names)))
+        return reused, stale
 
     def remember(self, work: list[_Analysis], reports: list[FileReport]) -> None:
         """Store what this run worked out."""
         for item, report in zip(work, reports):
-            functions = item.prepared.functions if item.prepared else self.functions[item.display_path]
+            functions = item.prepared.functions if item.prepared else self.recalled[item.display_path][3].functions
             self.store.remember(self.keys[item.display_path], functions, self.index_key, report)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -93,6 +94,16 @@ def test_unreadable_or_corrupt_entries_are_misses(tree: Path) -> None:
     again = _run(tree / "cache")
     assert again.cache_hits == 0 and _outcome(again) == expected
     assert _run(tree / "cache").cache_hits == again.files_analysed  # the bad entries were replaced
+
+
+def test_an_entry_whose_report_cannot_be_decoded_is_analysed_again(tree: Path) -> None:
+    expected = _outcome(_run(tree / "cache"))
+    for entry in (tree / "cache").rglob("*.json"):
+        data = json.loads(entry.read_text())
+        data["report"]["sites"] = [{"kind": "no-such-kind"}]
+        entry.write_text(json.dumps(data))
+    again = _run(tree / "cache")
+    assert again.cache_hits == 0 and _outcome(again) == expected
 
 
 def test_the_cache_directory_is_tagged_and_ignored_by_git(tree: Path) -> None:
