@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -32,7 +31,6 @@ from kvlint.sites import DerefTarget, SentinelUseKind, Site, SiteKind, Span
 from kvlint.tree_index import FunctionReturn, TreeIndex
 
 CACHE_FORMAT = 1  # bump when an entry's layout changes
-CACHE_DIR_ENV = "KVLINT_CACHE_DIR"
 _TAG = (  # https://bford.info/cachedir/: backup tools skip a directory holding this file
     "Signature: 8a477f597d28d172789f06886806bc55\n# a cache directory written by kvlint\n"
 )
@@ -98,8 +96,8 @@ class ResultCache:
         return report
 
     def remember(self, key: str, functions: list[FunctionReturn], index_key: str, report: FileReport) -> None:
-        """Store a file's entry; a report of an internal error is not kept (the next run retries it)."""
-        if self.problem or report.traceback or any(f.code == INTERNAL_ERROR for f in report.findings):
+        """Store a file's entry; a report of an internal error (KVC902) is not kept: the next run retries it."""
+        if self.problem or any(f.code == INTERNAL_ERROR for f in report.findings):
             return
         entry = {
             "functions": [[f.qualname, f.name, f.returns_optional_payload] for f in functions],
@@ -125,14 +123,6 @@ class ResultCache:
                 write_atomic(self.root / "CACHEDIR.TAG", _TAG, durable=False)
                 write_atomic(self.root / ".gitignore", "# written by kvlint\n*\n", durable=False)
         directory.mkdir(exist_ok=True)
-
-
-def cache_directory(given: Path | None) -> Path | None:
-    """The cache directory a run asked for: `--cache-dir`, else $KVLINT_CACHE_DIR, else none."""
-    if given is not None:
-        return given
-    from_environment = os.environ.get(CACHE_DIR_ENV, "")
-    return Path(from_environment) if from_environment else None
 
 
 def _libcst_version() -> str:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from kvlint.runner import RunResult
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
+CACHE_DIR_ENV = "KVLINT_CACHE_DIR"  # the result cache directory when --cache-dir is not given
 
 
 class _Parser(argparse.ArgumentParser):
@@ -184,6 +185,14 @@ def _load_for_run(args: argparse.Namespace) -> Config | None:
     return None if config is None or missing else config
 
 
+def _cache_directory(args: argparse.Namespace) -> Path | None:
+    """The result cache a run asked for: `--cache-dir`, else $KVLINT_CACHE_DIR, else none (nothing written)."""
+    if args.cache_dir is not None:
+        return Path(args.cache_dir)
+    from_environment = os.environ.get(CACHE_DIR_ENV, "")
+    return Path(from_environment) if from_environment else None
+
+
 def _warn_about_cache(result: RunResult) -> None:
     if result.cache_problem:
         sys.stderr.write(f"kvlint: warning: results not cached: {result.cache_problem}\n")
@@ -197,14 +206,13 @@ def _print_tracebacks(result: RunResult) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from kvlint.cache import cache_directory
     from kvlint.runner import run
 
     config = _load_for_run(args)
     if config is None:
         return EXIT_USAGE
     baseline = _read_baseline(args)
-    result = run(args.paths, config, jobs=args.jobs, cache_dir=cache_directory(args.cache_dir))
+    result = run(args.paths, config, jobs=args.jobs, cache_dir=_cache_directory(args))
     _warn_about_cache(result)
     findings, _ = _new_findings(args, baseline, result.findings)
     _emit(args.output, FORMATS[args.format](findings))
@@ -285,7 +293,6 @@ def _audit(args: argparse.Namespace) -> int:
     import shutil
 
     from kvlint.audit import build_audit
-    from kvlint.cache import cache_directory
     from kvlint.report_formats import ProgressBar, audit_text
     from kvlint.runner import run
 
@@ -294,7 +301,7 @@ def _audit(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     baseline = _read_baseline(args)
     with ProgressBar(enabled=not args.quiet and sys.stderr.isatty()) as progress:
-        result = run(args.paths, config, jobs=args.jobs, progress=progress, cache_dir=cache_directory(args.cache_dir))
+        result = run(args.paths, config, jobs=args.jobs, progress=progress, cache_dir=_cache_directory(args))
     if not args.quiet:
         _warn_about_cache(result)
     findings, baselined = _new_findings(args, baseline, result.findings)
