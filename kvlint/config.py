@@ -13,7 +13,7 @@ import os
 import re
 import stat
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -444,3 +444,32 @@ def load_config(paths: Sequence[Path], config_file: Path | None = None) -> Confi
     if section is None:
         raise _error(config_file, missing)
     return config_from_mapping(section, config_file)
+
+
+def config_for_directory(directory: str) -> Config | ConfigError:
+    """The configuration of the files in `directory`; a bad configuration file gives its error."""
+    try:
+        return load_config([Path(directory)])
+    except ConfigError as error:
+        return error
+
+
+class DirectoryConfigs:
+    """The configuration of each file's directory, loaded once for this object's life.
+
+    The faces that see one file at a time (flake8, mypy) keep one of these:
+    a tree's files share a handful of directories. `on_error` hears of each
+    bad configuration once, when it is first loaded.
+    """
+
+    def __init__(self, on_error: Callable[[ConfigError], None] | None = None) -> None:
+        self._loaded: dict[str, Config | ConfigError] = {}
+        self._on_error = on_error
+
+    def for_file(self, path: str) -> Config | ConfigError:
+        directory = os.path.dirname(os.path.abspath(path))
+        if directory not in self._loaded:
+            loaded = self._loaded[directory] = config_for_directory(directory)
+            if isinstance(loaded, ConfigError) and self._on_error is not None:
+                self._on_error(loaded)
+        return self._loaded[directory]

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, ClassVar
 from kvlint import __version__
 
 if TYPE_CHECKING:
-    from kvlint.config import Config
+    from kvlint.config import Config, ConfigError, DirectoryConfigs
     from kvlint.tree_index import TreeIndex
 
 LOG = logging.getLogger("kvlint")
@@ -50,7 +50,7 @@ class KVLintChecker:
     version = __version__
 
     _options: ClassVar[argparse.Namespace | None] = None
-    _configs: ClassVar[dict[str, Config | str]] = {}  # directory -> config, or the config error
+    _configs: ClassVar[DirectoryConfigs | None] = None
     _tree: ClassVar[dict[tuple[str, ...], _TreeView]] = {}
 
     def __init__(self, tree: ast.AST, lines: Sequence[str], filename: str) -> None:
@@ -62,7 +62,7 @@ class KVLintChecker:
     def parse_options(cls, options: argparse.Namespace) -> None:
         """Remember flake8's options (the paths it was given); forget what an earlier run cached."""
         cls._options = options
-        cls._configs = {}
+        cls._configs = None
         cls._tree = {}
 
     def run(self) -> Iterator[tuple[int, int, str, type[KVLintChecker]]]:
@@ -78,8 +78,10 @@ class KVLintChecker:
             yield line, column, f"{code} {message}", type(self)
 
     def _rows(self) -> list[Row]:
+        from kvlint.config import ConfigError
+
         config = self._config()
-        if isinstance(config, str):
+        if isinstance(config, ConfigError):
             return [(1, 0, INTERNAL_ERROR, f"kvlint cannot run: configuration error: {config}")]
         tree = self._tree_view(config)
         extra_names = tuple(sorted(tree.index.candidate_names())) if tree else ()
@@ -107,18 +109,13 @@ class KVLintChecker:
                         self.filename, self.filename)
         return sorted({(f.line, f.column, f.code, f.message) for f in report.findings})
 
-    def _config(self) -> Config | str:
-        """Load `[tool.kvlint]` / `[kvlint]` once per directory; a bad file gives its error text."""
-        from kvlint.config import ConfigError, load_config
+    def _config(self) -> Config | ConfigError:
+        """The configuration of this file's directory (loaded once); a bad file is logged once."""
+        from kvlint.config import DirectoryConfigs
 
-        directory = os.path.dirname(os.path.abspath(self.filename))
-        if directory not in self._configs:
-            try:
-                self._configs[directory] = load_config([Path(self.filename)])
-            except ConfigError as exc:
-                LOG.warning("kvlint: %s", exc)
-                self._configs[directory] = str(exc)
-        return self._configs[directory]
+        if self._configs is None:
+            type(self)._configs = DirectoryConfigs(on_error=lambda error: LOG.warning("kvlint: %s", error))
+        return self._configs.for_file(self.filename)  # type: ignore[union-attr]
 
     def _tree_view(self, config: Config) -> _TreeView | None:
         """The index of the paths flake8 was given, built on first use; None for a one-file run."""

@@ -30,14 +30,13 @@ from mypy.plugin import (
 from mypy.types import Instance, NoneType, Type, UnionType, get_proper_type
 
 import kvlint
-from kvlint.config import Config, ConfigError
+from kvlint.config import Config, ConfigError, DirectoryConfigs, config_for_directory
 from kvlint.findings import Finding
 from kvlint.names import matches
 from kvlint.mypy_worker import (
     AnalysisWorker,
     ModuleAnalysis,
     analyse_module,
-    config_for_directory,
     file_key,
 )
 
@@ -71,7 +70,7 @@ class KvlintPlugin(Plugin):
         self._function_routes: dict[str, Callable[[FunctionContext], Type] | None] = {}
         self._method_routes: dict[str, Callable[[MethodContext], Type] | None] = {}
         self._analyses: dict[str, ModuleAnalysis] = {}
-        self._configs: dict[str, Config | ConfigError] = {}
+        self._configs = DirectoryConfigs()
         self._config_data: dict[Config, list[str]] = {}
         self._worker = AnalysisWorker() if os.environ.get(WORKER_ENV, _default_worker(options)) != "0" else None
 
@@ -182,10 +181,7 @@ class KvlintPlugin(Plugin):
         return analysis
 
     def _config_for(self, path: str) -> Config | ConfigError:
-        directory = os.path.dirname(os.path.abspath(path))
-        if directory not in self._configs:
-            self._configs[directory] = config_for_directory(directory)
-        return self._configs[directory]
+        return self._configs.for_file(path)
 
     def _project_config(self) -> list[Config]:
         config = config_for_directory(os.getcwd())

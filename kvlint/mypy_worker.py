@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import IO
 
 import kvlint
-from kvlint.config import Config, ConfigError, load_config
+from kvlint.config import Config, ConfigError, DirectoryConfigs
 from kvlint.findings import Finding
 from kvlint.sites import Site, SiteKind
 
@@ -43,13 +43,6 @@ def file_key(path: str) -> FileKey | None:
     except OSError:
         return None
     return status.st_mtime_ns, status.st_size
-
-
-def config_for_directory(directory: str) -> Config | ConfigError:
-    try:
-        return load_config([Path(directory)])
-    except ConfigError as error:
-        return error
 
 
 def analyse_module(path: str, config: Config | ConfigError) -> ModuleAnalysis:
@@ -164,14 +157,11 @@ def serve_analyses(requests: IO[bytes] | None = None, replies: IO[bytes] | None 
                 return
 
     threading.Thread(target=read_requests, daemon=True).start()
-    configs: dict[str, Config | ConfigError] = {}
+    configs = DirectoryConfigs()
     while (path := inbox.get()) is not None:
-        directory = os.path.dirname(os.path.abspath(path))
-        if directory not in configs:
-            configs[directory] = config_for_directory(directory)
         analysis: ModuleAnalysis | None = None
         try:
-            analysis = analyse_module(path, configs[directory])
+            analysis = analyse_module(path, configs.for_file(path))
         except Exception:  # noqa: BLE001 - None: the plugin then analyses this file itself and shows what failed
             pass
         try:

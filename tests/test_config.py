@@ -12,6 +12,7 @@ from kvlint.config import (
     CONNECTOR_PATH_MARKER,
     Config,
     ConfigError,
+    DirectoryConfigs,
     config_from_mapping,
     find_config_file,
     load_config,
@@ -555,3 +556,18 @@ def test_names() -> None:
     assert "KVOut" in names and "execute_model" in names
     assert names.count("ModelRunnerOutput") == 1
     assert CONNECTOR_PATH_MARKER == "kvlint: connector-path"
+
+
+def test_directory_configs_load_each_directory_once_and_report_a_bad_file_once(project: Path) -> None:
+    write(project / "good" / "pyproject.toml", "[tool.kvlint]\nselect = ['KVC001']\n")
+    write(project / "bad" / "pyproject.toml", "[tool.kvlint]\nselekt = ['KVC001']\n")
+    errors: list[ConfigError] = []
+    configs = DirectoryConfigs(on_error=errors.append)
+    first = configs.for_file(str(project / "good" / "a.py"))
+    assert isinstance(first, Config) and first.select == ("KVC001",)
+    (project / "good" / "pyproject.toml").write_text("[tool.kvlint]\nselect = ['KVC002']\n")
+    assert configs.for_file(str(project / "good" / "b.py")) is first  # loaded once for the object's life
+    bad = [configs.for_file(str(project / "bad" / name)) for name in ("a.py", "b.py")]
+    assert all(isinstance(result, ConfigError) and "selekt" in str(result) for result in bad)
+    assert errors == [bad[0]]
+    assert configs.for_file(str(project / "c.py")) == Config()
