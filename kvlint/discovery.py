@@ -154,10 +154,7 @@ class _Walker:
             if entry is None:
                 stack.pop()
                 continue
-            child_real = os.path.join(real, entry.name)
-            child_shown = f"{shown}{entry.name}" if shown.endswith("/") else f"{shown}/{entry.name}"
-            if shown == os.curdir:
-                child_shown = entry.name
+            child_real, child_shown = os.path.join(real, entry.name), _display_child(shown, entry.name)
             is_directory = yield from self._visit(entry, child_real, child_shown)
             if is_directory:
                 yield from self._enter(entry.path, child_real, child_shown, stack)
@@ -211,6 +208,13 @@ class _Walker:
             info, reason = None, _reason(exc)
         yield from self.emit(entry.path, info, reason, key=real if info is not None else "", shown=shown)
         return False
+
+
+def _display_child(shown: str, name: str) -> str:
+    """The display path of `name` inside a directory displayed as `shown` (what `display_path` would give)."""
+    if shown == os.curdir:
+        return name
+    return f"{shown}{name}" if shown.endswith("/") else f"{shown}/{name}"
 
 
 def read_source(path: Path) -> bytes:
