@@ -111,6 +111,21 @@ def test_walk_is_sorted_and_keeps_python_files_only(tree: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize("top", [".", "./pkg", "pkg/", "pkg/../pkg", "ABSOLUTE", "../OUTSIDE"])
+def test_walked_files_are_shown_as_display_path_shows_them(
+    tree: Path, top: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The walk derives each file's display path from its directory's; it must match `display_path`."""
+    outside = tmp_path_factory.mktemp("outside")
+    for directory in (tree / "pkg", outside):
+        touch(directory / "a.py")
+        touch(directory / "sub" / "b.py")
+    top = top.replace("ABSOLUTE", str(tree / "pkg")).replace("OUTSIDE", os.path.relpath(outside, tree.parent))
+    entries = list(iter_python_files([Path(top)], Config()))
+    assert len(entries) == 2
+    assert [entry.display_path for entry in entries] == [display_path(entry.path) for entry in entries]
+
+
 def test_no_paths_means_the_cwd(tree: Path) -> None:
     touch(tree / "a.py")
     assert found([]) == [("a.py", "ok")]
