@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,7 +14,7 @@ import pytest
 import kvlint
 from kvlint.config import Config
 from kvlint.runner import RunResult, run
-from tests.conftest import FIXTURES, run_kvlint
+from tests.conftest import FIXTURES, ROOT, run_kvlint
 
 PROVIDER = """\
 from vllm.v1.outputs import KVConnectorOutput
@@ -122,6 +125,16 @@ def test_the_command_line_names_the_cache_by_option_or_environment(tree: Path) -
     assert list((tree / "c1").rglob("*.json")) and list((tree / "c2").rglob("*.json"))
     warm = run_kvlint("audit", ".", "--format", "json", "--exit-zero", "--cache-dir", "c1", cwd=tree)
     assert warm.stdout == plain.stdout
+
+
+def test_runs_sharing_a_cache_at_the_same_time_agree(tree: Path) -> None:
+    """pre-commit runs hooks in parallel processes; entries are replaced atomically, never torn."""
+    command = [sys.executable, "-m", "kvlint", "check", ".", "--format", "json", "--cache-dir", "shared"]
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    runs = [subprocess.Popen(command, cwd=tree, env=environment, stdout=subprocess.PIPE, text=True) for _ in range(4)]
+    outputs = {run.communicate(timeout=300)[0] for run in runs}
+    assert len(outputs) == 1 and [run.returncode for run in runs] == [1] * 4
+    assert _run(tree / "shared").cache_hits == _run(None).files_analysed
 
 
 def test_a_cache_that_cannot_be_written_is_one_warning_and_the_run_goes_on(tree: Path) -> None:
