@@ -113,9 +113,10 @@ class KVLintChecker:
         """The configuration of this file's directory (loaded once); a bad file is logged once."""
         from kvlint.config import DirectoryConfigs
 
-        if self._configs is None:
-            type(self)._configs = DirectoryConfigs(on_error=lambda error: LOG.warning("kvlint: %s", error))
-        return self._configs.for_file(self.filename)  # type: ignore[union-attr]
+        checker = type(self)
+        if checker._configs is None:
+            checker._configs = DirectoryConfigs(on_error=lambda error: LOG.warning("kvlint: %s", error))
+        return checker._configs.for_file(self.filename)
 
     def _tree_view(self, config: Config) -> _TreeView | None:
         """The index of the paths flake8 was given, built on first use; None for a one-file run."""

@@ -85,7 +85,7 @@ def run(
     skipped: list[tuple[SourceFile, bytes]] = []
     cache = _RunCache.open(cache_dir, config, everything) if cache_dir is not None else None
     with _Pool(jobs, len(entries)) as pool:
-        relevant = (
+        relevant: Iterable[tuple[SourceFile, bytes, Config, tuple[str, ...]]] = (
             (source, data, config, names)
             for source, data in _read(entries, unreadable)
             if _is_relevant(source, data, names, skipped, unreadable)
