@@ -33,3 +33,9 @@ def run_kvlint(
 @pytest.fixture
 def kvlint():
     return run_kvlint
+
+
+@pytest.fixture(autouse=True)
+def no_result_cache_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A developer's KVLINT_CACHE_DIR must not reach the kvlint runs of the tests (they ask for a cache explicitly)."""
+    monkeypatch.delenv("KVLINT_CACHE_DIR", raising=False)

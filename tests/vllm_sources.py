@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-CACHE = Path(os.environ.get("KVLINT_CACHE_DIR", Path.home() / ".cache" / "kvlint"))
+CACHE = Path(os.environ.get("KVLINT_TEST_CACHE", Path.home() / ".cache" / "kvlint"))  # downloads, venvs
 
 
 def _unavailable(reason: str) -> None:
