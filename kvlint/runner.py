@@ -229,8 +229,11 @@ def index_tree(paths: Sequence[Path], config: Config) -> tuple[TreeIndex, frozen
     """
     names = config.names()
     candidates = list(_read(iter_python_files(paths, config), []))
-    prepared = [_prepare((entry, data, config, ())) for entry, data in candidates if mentions_any(data, names)]
-    skipped = [(entry, data) for entry, data in candidates if not mentions_any(data, names)]
+    relevant: list[tuple[SourceFile, bytes]] = []
+    skipped: list[tuple[SourceFile, bytes]] = []
+    for entry, data in candidates:  # one byte scan per file
+        (relevant if mentions_any(data, names) else skipped).append((entry, data))
+    prepared = [_prepare((entry, data, config, ())) for entry, data in relevant]
     entries = [entry for p in prepared for entry in p.functions]
     return _build_index(entries, skipped)[0], frozenset(os.path.abspath(entry.path) for entry, _ in candidates)
 
