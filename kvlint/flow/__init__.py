@@ -1,0 +1,20 @@
+"""The flow analysis, in parts a reader finds by name.
+
+It tracks names and member-access chains (`kvo`, `out.kv_connector_output`,
+`self.kv_connector_output`) the way type checkers narrow them: a narrowing
+lasts until the expression or a prefix of it is assigned. Joins are "may":
+a value that may be None on any incoming path may be None after the join.
+Values it knows nothing about are untracked and never reported (precision
+first). Its output is a list of `Site`s; it reports nothing itself.
+
+- `state`: the abstract values and states, and their joins;
+- `syntax`: reference keys, literals and patterns of libcst nodes;
+- `expressions`, `narrowing`, `statements`: the transfer functions;
+- `recording`: the sites the rules read;
+- `analysis`: `FlowAnalysis`, which walks every scope of a module.
+"""
+
+from kvlint.flow.analysis import FlowAnalysis
+from kvlint.flow.syntax import imports_from_cst
+
+__all__ = ["FlowAnalysis", "imports_from_cst"]

@@ -1,0 +1,161 @@
+"""Narrowing: the states where a condition is true and where it is false, and joins."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import libcst as cst
+
+from kvlint.flow.state import (
+    Nullness,
+    NullnessState,
+    PathFact,
+    Value,
+    join_values,
+    unreachable,
+)
+from kvlint.flow.syntax import (
+    is_none_literal,
+    ref_key,
+)
+from kvlint.names import matches
+from kvlint.sites import SiteKind
+
+
+class Narrowing:
+    """Conditions and joins; mixed into `FlowAnalysis`."""
+
+    def join(self, a: NullnessState, b: NullnessState) -> NullnessState:
+        """Join the facts of two incoming paths."""
+        if not a.reachable:
+            return b.copy()
+        if not b.reachable:
+            return a.copy()
+        values: dict[str, Value] = {}
+        for key in a.values.keys() | b.values.keys():
+            left = a.values.get(key) or self._default_for_key(key)
+            right = b.values.get(key) or self._default_for_key(key)
+            if left is None or right is None:
+                # bound on one path only: its value there proves nothing about the other path
+                present = right if left is None else left
+                assert present is not None
+                values[key] = dataclasses.replace(present, evidence=False) if present.evidence else present
+            else:
+                values[key] = join_values(left, right)
+        reason_a, reason_b = a.connector_path_reason(), b.connector_path_reason()
+        if reason_a and reason_b:
+            path, reason = PathFact.ON, reason_a if reason_a == reason_b else min(reason_a, reason_b)
+        elif a.path is PathFact.OFF and b.path is PathFact.OFF:
+            path, reason = PathFact.OFF, ""
+        else:
+            path, reason = PathFact.UNKNOWN, ""
+        return NullnessState(values, path, reason)
+
+    def join_all(self, states: Sequence[NullnessState]) -> NullnessState:
+        result = unreachable()
+        for item in states:
+            result = self.join(result, item)
+        return result
+
+    def _narrow(self, test: cst.BaseExpression, state: NullnessState, how: str) -> tuple[NullnessState, NullnessState]:
+        """Evaluate a condition; return the states where it is true and false."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            true_state, false_state = self._narrow(test.expression, state, how)
+            return false_state, true_state
+        if isinstance(test, cst.BooleanOperation):
+            left_true, left_false = self._narrow(test.left, state, how)
+            if isinstance(test.operator, cst.And):
+                right_true, right_false = self._narrow(test.right, left_true, how)
+                return right_true, self.join(left_false, right_false)
+            right_true, right_false = self._narrow(test.right, left_false, how)
+            return self.join(left_true, right_true), right_false
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            narrowed = self._narrow_none_comparison(test, state)
+            if narrowed is not None:
+                return narrowed
+        if isinstance(test, cst.Call):
+            narrowed = self._narrow_call(test, state, how)
+            if narrowed is not None:
+                return narrowed
+        if isinstance(test, cst.NamedExpr):
+            self._eval(test, state)
+            return self._narrow_truthy(test.target, state, how)
+        key = ref_key(test)
+        if key is not None:
+            self._eval(test, state)
+            return self._narrow_truthy(test, state, how)
+        self._eval(test, state)
+        return state, state.copy()
+
+    def _narrow_truthy(
+        self, node: cst.BaseExpression, state: NullnessState, how: str
+    ) -> tuple[NullnessState, NullnessState]:
+        key = ref_key(node)
+        true_state, false_state = state, state.copy()
+        if key is not None:
+            self._set_nullness(key, Nullness.NOT_NONE, true_state, f"truthiness check (`{how}`)")
+        return true_state, false_state
+
+    def _narrow_none_comparison(
+        self, test: cst.Comparison, state: NullnessState
+    ) -> tuple[NullnessState, NullnessState] | None:
+        comparison = test.comparisons[0]
+        operator = comparison.operator
+        if isinstance(operator, (cst.Is, cst.Equal)):
+            positive = True
+        elif isinstance(operator, (cst.IsNot, cst.NotEqual)):
+            positive = False
+        else:
+            return None
+        if is_none_literal(comparison.comparator):
+            subject = test.left
+        elif is_none_literal(test.left):
+            subject = comparison.comparator
+        else:
+            return None
+        self._eval(subject, state)
+        if isinstance(subject, cst.NamedExpr):
+            subject = subject.target
+        key = ref_key(subject)
+        is_none, not_none = state, state.copy()
+        if key is not None:
+            self._set_nullness(key, Nullness.NONE, is_none, "")
+            self._set_nullness(key, Nullness.NOT_NONE, not_none, "`is not None` check")
+        return (is_none, not_none) if positive else (not_none, is_none)
+
+    def _narrow_call(
+        self, test: cst.Call, state: NullnessState, how: str
+    ) -> tuple[NullnessState, NullnessState] | None:
+        callee = self._resolve(test.func, state)
+        if matches(callee, self.config.connector_guards):
+            self._eval(test, state)
+            name = callee.rpartition(".")[2] if callee else "?"
+            self._record(
+                SiteKind.CONNECTOR_GUARD,
+                test,
+                state=state,
+            )
+            true_state, false_state = state, state.copy()
+            true_state.path, true_state.path_reason = PathFact.ON, f"`{name}()` is true here"
+            false_state.path, false_state.path_reason = PathFact.OFF, ""
+            return true_state, false_state
+        if callee in ("isinstance", "bool") and test.args and not test.args[0].star:
+            self._eval(test, state)
+            subject = test.args[0].value
+            if isinstance(subject, cst.NamedExpr):
+                subject = subject.target
+            key = ref_key(subject)
+            true_state, false_state = state, state.copy()
+            if key is not None:
+                self._set_nullness(key, Nullness.NOT_NONE, true_state, f"`{callee}()` check")
+            return true_state, false_state
+        return None
+
+    def _set_nullness(self, key: str, nullness: Nullness, state: NullnessState, guard: str) -> None:
+        value = self._lookup(key, state)
+        if not value.tracked and value.nullness is Nullness.UNKNOWN:
+            return
+        state.values[key] = dataclasses.replace(
+            value, nullness=nullness, guard=guard if nullness is Nullness.NOT_NONE else ""
+        )

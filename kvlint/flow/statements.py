@@ -1,0 +1,427 @@
+"""Statements: assignment, control flow, loops to a fixpoint, try/with/match, nested scopes."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+import libcst as cst
+
+from kvlint.annotations import AnnotationKind
+from kvlint.flow.state import (
+    UNTRACKED,
+    LoopFrame,
+    Nullness,
+    NullnessState,
+    PathFact,
+    ScopeContext,
+    Value,
+    unreachable,
+)
+from kvlint.flow.syntax import (
+    _is_false_literal,
+    _is_none_pattern,
+    _is_true_literal,
+    _pattern_names,
+    ref_key,
+)
+from kvlint.names import matches
+from kvlint.sites import SentinelUseKind, SiteKind
+
+MAX_LOOP_ITERATIONS = 4  # loops converge in two passes on real code; this bounds odd ones
+MAX_FIXPOINT_DEPTH = 5  # deeper loop nests get a single pass from the widened head
+
+
+class Statements:
+    """Statement transfer functions; mixed into `FlowAnalysis`."""
+
+    def _bind(self, key: str, value: Value, state: NullnessState) -> None:
+        prefix_dot, prefix_index = key + ".", key + "["
+        for existing in [k for k in state.values if k.startswith(prefix_dot) or k.startswith(prefix_index)]:
+            del state.values[existing]
+        state.values[key] = value
+
+    def _invalidate(self, key: str, state: NullnessState) -> None:
+        self._bind(key, UNTRACKED, state)
+
+    def _forget(self, name: str, state: NullnessState) -> None:
+        """A `def`/`class` rebinds a name to something defined here: untrack it, but let
+        it resolve to itself (a module defining `ModelRunnerOutput` then constructs it)."""
+        for existing in [k for k in state.values if k == name or k.startswith((name + ".", name + "["))]:
+            del state.values[existing]
+
+    def _assign(
+        self, target: cst.BaseExpression, value: Value, state: NullnessState, value_node: cst.CSTNode | None
+    ) -> None:
+        if isinstance(target, cst.Name):
+            if (
+                self.scope.qualname == "<module>"
+                and target.value not in self.imports.bindings
+                and matches(target.value, self.config.empty_sentinels)
+            ):
+                value = dataclasses.replace(self._sentinel_value(target.value), origin=f"`{target.value}`")
+            elif value.sentinel and value_node is not None:
+                self._record(
+                    SiteKind.SENTINEL_USE,
+                    target,
+                    sentinel_use=SentinelUseKind.ALIASED,
+                    expression=f"{target.value} = {self._code(value_node)}",
+                    state=state,
+                )
+            self._bind(target.value, value, state)
+        elif isinstance(target, cst.Attribute):
+            receiver = self._eval(target.value, state)
+            self._sink(target.value, receiver, f"attribute assignment `.{target.attr.value}`", target, state)
+            if receiver.sentinel:
+                self._record_mutation(target, target.value, state)
+            if target.attr.value in self.config.optional_fields:
+                self._record(
+                    SiteKind.OPTIONAL_WRITE,
+                    target,
+                    may_be_none=value.nullness is not Nullness.NOT_NONE,
+                    guard=value.guard,
+                    origin=value.origin,
+                    state=state,
+                    connector_output_argument=self._code(value_node) if value_node is not None else "",
+                )
+            key = ref_key(target)
+            if key is not None:
+                if receiver.connector_output and target.attr.value in self.config.payload_optional_fields:
+                    value = dataclasses.replace(value, payload=value.payload or value.nullness is not Nullness.UNKNOWN)
+                self._bind(key, value, state)
+        elif isinstance(target, cst.Subscript):
+            receiver = self._eval(target.value, state)
+            self._sink(target.value, receiver, "subscript assignment", target, state)
+            self._eval_slices(target, state)
+            key = ref_key(target)
+            if key is not None:
+                self._invalidate(key, state)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            if value_node is not None and isinstance(value_node, cst.BaseExpression):
+                self._sink(value_node, value, "unpacking", value_node, state)
+            for element in target.elements:
+                inner = element.value
+                self._assign(inner, UNTRACKED, state, None)
+        elif isinstance(target, cst.StarredElement):
+            self._assign(target.value, UNTRACKED, state, None)
+        else:
+            self._eval(target, state)
+
+    @staticmethod
+    def _suite(body: cst.BaseSuite) -> Sequence[cst.CSTNode]:
+        if isinstance(body, cst.IndentedBlock):
+            return body.body
+        if isinstance(body, cst.SimpleStatementSuite):
+            return body.body
+        return ()
+
+    def _block(self, statements: Sequence[cst.CSTNode], state: NullnessState) -> NullnessState:
+        """Run statements in order; mutates and returns the state."""
+        for statement in statements:
+            if not state.reachable:
+                break
+            state = self._statement(statement, state)
+        return state
+
+    def _statement(self, node: cst.CSTNode, state: NullnessState) -> NullnessState:
+        if isinstance(node, cst.SimpleStatementLine):
+            return self._block(node.body, state)
+        handler = getattr(self, f"_stmt_{type(node).__name__}", None)
+        if handler is not None:
+            return handler(node, state)
+        if isinstance(node, cst.BaseExpression):
+            self._eval(node, state)
+        return state
+
+    def _stmt_Expr(self, node: cst.Expr, state: NullnessState) -> NullnessState:
+        self._eval(node.value, state)
+        return state
+
+    def _stmt_Assign(self, node: cst.Assign, state: NullnessState) -> NullnessState:
+        value = self._eval(node.value, state)
+        for target in node.targets:
+            self._assign(target.target, value, state, node.value)
+        return state
+
+    def _stmt_AnnAssign(self, node: cst.AnnAssign, state: NullnessState) -> NullnessState:
+        kind = self._classify(node.annotation.annotation)
+        if node.value is None:
+            if kind is AnnotationKind.OPTIONAL_PAYLOAD and isinstance(node.target, cst.Name):
+                self._bind(
+                    node.target.value,
+                    Value(
+                        Nullness.MAYBE_NONE,
+                        connector_output=True,
+                        evidence=True,
+                        origin=f"`{node.target.value}` (declared Optional)",
+                    ),
+                    state,
+                )
+            return state
+        value = self._eval(node.value, state)
+        if kind is AnnotationKind.OPTIONAL_PAYLOAD:
+            if value.nullness is Nullness.NONE or (value.nullness is not Nullness.UNKNOWN and not value.tracked):
+                value = dataclasses.replace(
+                    value,
+                    connector_output=True,
+                    evidence=True,
+                    origin=value.origin or f"`{self._code(node.target)}` (declared Optional)",
+                )
+        elif kind is AnnotationKind.PAYLOAD and value.nullness is Nullness.UNKNOWN:
+            value = Value(Nullness.NOT_NONE, connector_output=True, guard="annotated non-Optional")
+        self._assign(node.target, value, state, node.value)
+        return state
+
+    def _stmt_AugAssign(self, node: cst.AugAssign, state: NullnessState) -> NullnessState:
+        target_value = self._eval(node.target, state) if not isinstance(node.target, cst.Attribute) else None
+        if isinstance(node.target, cst.Attribute):
+            receiver = self._eval(node.target.value, state)
+            self._sink(node.target.value, receiver, f"attribute access `.{node.target.attr.value}`", node.target, state)
+            if receiver.sentinel:
+                self._record_mutation(node.target, node.target.value, state)
+            target_value = self._attribute_value(node.target, receiver, state)
+        assert target_value is not None
+        operator = self.module.code_for_node(node.operator).strip()
+        self._sink(node.target, target_value, f"`{operator}`", node.target, state)
+        right = self._eval(node.value, state)
+        self._sink(node.value, right, f"`{operator}`", node.value, state)
+        key = ref_key(node.target)
+        if key is not None:
+            kept = dataclasses.replace(target_value, nullness=Nullness.NOT_NONE) if target_value.tracked else UNTRACKED
+            self._bind(key, kept, state)
+        return state
+
+    def _stmt_Del(self, node: cst.Del, state: NullnessState) -> NullnessState:
+        targets = node.target.elements if isinstance(node.target, (cst.Tuple, cst.List)) else [node.target]
+        for element in targets:
+            target = element.value if isinstance(element, cst.BaseElement) else element
+            if isinstance(target, cst.Attribute):
+                receiver = self._eval(target.value, state)
+                self._sink(target.value, receiver, f"attribute deletion `.{target.attr.value}`", target, state)
+                if receiver.sentinel:
+                    self._record_mutation(target, target.value, state)
+            elif isinstance(target, cst.Subscript):
+                receiver = self._eval(target.value, state)
+                self._sink(target.value, receiver, "subscript deletion", target, state)
+            key = ref_key(target)
+            if key is not None:
+                self._invalidate(key, state)
+        return state
+
+    def _stmt_Return(self, node: cst.Return, state: NullnessState) -> NullnessState:
+        if node.value is not None:
+            value = self._eval(node.value, state)
+            if value.sentinel:
+                self._record(
+                    SiteKind.SENTINEL_USE,
+                    node,
+                    sentinel_use=SentinelUseKind.RETURNED,
+                    operand=self._code(node.value),
+                    state=state,
+                )
+        return unreachable()
+
+    def _stmt_Raise(self, node: cst.Raise, state: NullnessState) -> NullnessState:
+        if node.exc is not None:
+            self._eval(node.exc, state)
+        if node.cause is not None:
+            self._eval(node.cause.item, state)
+        return unreachable()
+
+    def _stmt_Assert(self, node: cst.Assert, state: NullnessState) -> NullnessState:
+        if _is_false_literal(node.test):
+            return unreachable()
+        true_state, _ = self._narrow(node.test, state, "assert")
+        if node.msg is not None:
+            self._eval(node.msg, state.copy())
+        return true_state
+
+    def _stmt_Pass(self, node: cst.Pass, state: NullnessState) -> NullnessState:
+        return state
+
+    def _stmt_Break(self, node: cst.Break, state: NullnessState) -> NullnessState:
+        if self.loops:
+            self.loops[-1].breaks.append(state)
+        return unreachable()
+
+    def _stmt_Continue(self, node: cst.Continue, state: NullnessState) -> NullnessState:
+        if self.loops:
+            self.loops[-1].continues.append(state)
+        return unreachable()
+
+    def _stmt_Global(self, node: cst.Global, state: NullnessState) -> NullnessState:
+        for item in node.names:
+            self._invalidate(item.name.value, state)
+        return state
+
+    _stmt_Nonlocal = _stmt_Global
+
+    def _stmt_Import(self, node: cst.Import, state: NullnessState) -> NullnessState:
+        return state
+
+    _stmt_ImportFrom = _stmt_Import
+
+    def _stmt_If(self, node: cst.If, state: NullnessState) -> NullnessState:
+        true_state, false_state = self._narrow(node.test, state, "if")
+        after_body = self._block(self._suite(node.body), true_state)
+        if node.orelse is None:
+            after_else = false_state
+        elif isinstance(node.orelse, cst.If):
+            after_else = self._stmt_If(node.orelse, false_state)
+        else:
+            after_else = self._block(self._suite(node.orelse.body), false_state)
+        return self.join(after_body, after_else)
+
+    def _stmt_While(self, node: cst.While, state: NullnessState) -> NullnessState:
+        def body(head: NullnessState) -> tuple[NullnessState, NullnessState]:
+            true_state, false_state = self._narrow(node.test, head, "while")
+            if _is_true_literal(node.test):
+                false_state = unreachable()
+            return self._block(self._suite(node.body), true_state), false_state
+
+        return self._loop(state, body, node.orelse)
+
+    def _stmt_For(self, node: cst.For, state: NullnessState) -> NullnessState:
+        iterable = self._eval(node.iter, state)
+        self._sink(node.iter, iterable, "iteration", node.iter, state)
+
+        def body(head: NullnessState) -> tuple[NullnessState, NullnessState]:
+            exhausted = head.copy()
+            inner = head.copy()
+            self._assign(node.target, UNTRACKED, inner, None)
+            return self._block(self._suite(node.body), inner), exhausted
+
+        return self._loop(state, body, node.orelse)
+
+    def _loop(
+        self,
+        entry: NullnessState,
+        body: Callable[[NullnessState], tuple[NullnessState, NullnessState]],
+        orelse: cst.Else | None,
+    ) -> NullnessState:
+        """Run a loop to a fixpoint without recording, then once recording."""
+        recording = self.recording
+        head = entry
+        if self.fixpoint_depth < MAX_FIXPOINT_DEPTH:
+            self.recording = False
+            self.fixpoint_depth += 1
+            for _ in range(MAX_LOOP_ITERATIONS):
+                frame = LoopFrame()
+                self.loops.append(frame)
+                end, _ = body(head.copy())
+                self.loops.pop()
+                new_head = self.join_all([entry, end, *frame.continues])
+                if new_head == head:
+                    break
+                head = new_head
+            self.fixpoint_depth -= 1
+            self.recording = recording
+        frame = LoopFrame()
+        self.loops.append(frame)
+        end, exit_state = body(head.copy())
+        self.loops.pop()
+        if orelse is not None:
+            exit_state = self._block(self._suite(orelse.body), exit_state)
+        return self.join_all([exit_state, *frame.breaks])
+
+    def _stmt_Try(self, node: cst.Try | cst.TryStar, state: NullnessState) -> NullnessState:
+        seen: list[NullnessState] = [state.copy()]
+        current = state
+        for statement in self._suite(node.body):
+            if not current.reachable:
+                break
+            current = self._statement(statement, current)
+            seen.append(current.copy())
+        handler_entry = self.join_all(seen)
+        outcomes: list[NullnessState] = []
+        normal = current
+        if node.orelse is not None:
+            normal = self._block(self._suite(node.orelse.body), normal)
+        outcomes.append(normal)
+        for handler in node.handlers:
+            handler_state = handler_entry.copy()
+            if handler.type is not None:
+                self._eval(handler.type, handler_state)
+            if handler.name is not None:
+                self._assign(handler.name.name, UNTRACKED, handler_state, None)
+            outcomes.append(self._block(self._suite(handler.body), handler_state))
+        after = self.join_all(outcomes)
+        if node.finalbody is None:
+            return after
+        self._block(self._suite(node.finalbody.body), self.join(after, handler_entry))
+        recording, self.recording = self.recording, False
+        result = self._block(self._suite(node.finalbody.body), after) if after.reachable else after
+        self.recording = recording
+        return result
+
+    _stmt_TryStar = _stmt_Try
+
+    def _stmt_With(self, node: cst.With, state: NullnessState) -> NullnessState:
+        for item in node.items:
+            value = self._with_item_value(item.item, state)
+            if item.asname is not None:
+                self._assign(item.asname.name, value, state, None)
+        return self._block(self._suite(node.body), state)
+
+    def _with_item_value(self, expr: cst.BaseExpression, state: NullnessState) -> Value:
+        if isinstance(expr, cst.Call):
+            callee = self._resolve(expr.func, state)
+            if matches(callee, self.config.connector_contexts):
+                self._eval_call_parts(expr, state)
+                name = callee.rpartition(".")[2] if callee else "?"
+                reason = f"inside `with {name}(...)`"
+                self._record(SiteKind.CONNECTOR_CONTEXT, expr, on_connector_path=True, path_reason=reason)
+                state.path, state.path_reason = PathFact.ON, reason
+                return Value(
+                    Nullness.NOT_NONE,
+                    connector_output=True,
+                    evidence=True,
+                    origin=f"`{self._code(expr)}`",
+                    guard="connector context",
+                )
+            if matches(callee, self.config.optional_contexts):
+                self._eval_call_parts(expr, state)
+                return Value(Nullness.MAYBE_NONE, connector_output=True, evidence=True, origin=f"`{self._code(expr)}`")
+        value = self._eval(expr, state)
+        self._sink(expr, value, "`with`", expr, state)
+        return UNTRACKED
+
+    def _stmt_Match(self, node: cst.Match, state: NullnessState) -> NullnessState:
+        self._eval(node.subject, state)
+        subject = ref_key(node.subject)
+        outcomes: list[NullnessState] = []
+        irrefutable = False
+        for case in node.cases:
+            case_state = state.copy()
+            if subject is not None and isinstance(case.pattern, cst.MatchClass):
+                self._set_nullness(subject, Nullness.NOT_NONE, case_state, "class pattern in `match`")
+            elif subject is not None and _is_none_pattern(case.pattern):
+                self._set_nullness(subject, Nullness.NONE, case_state, "")
+                if case.guard is None:  # later cases only see values that are not None
+                    self._set_nullness(subject, Nullness.NOT_NONE, state, "`case None` handled earlier")
+            for name in _pattern_names(case.pattern):
+                self._invalidate(name, case_state)
+            if case.guard is not None:
+                case_state, _ = self._narrow(case.guard, case_state, "case guard")
+            elif isinstance(case.pattern, cst.MatchAs) and case.pattern.pattern is None:
+                irrefutable = True
+            outcomes.append(self._block(self._suite(case.body), case_state))
+        if not irrefutable:
+            outcomes.append(state)
+        return self.join_all(outcomes)
+
+    def _stmt_FunctionDef(self, node: cst.FunctionDef, state: NullnessState) -> NullnessState:
+        for decorator in node.decorators:
+            self._eval(decorator.decorator, state)
+        qualname = node.name.value if self.scope.qualname == "<module>" else f"{self.scope.qualname}.{node.name.value}"
+        if self.recording:
+            self.pending.append((node, ScopeContext(qualname, self.scope.class_optional_attributes)))
+        self._forget(node.name.value, state)
+        return state
+
+    def _stmt_ClassDef(self, node: cst.ClassDef, state: NullnessState) -> NullnessState:
+        qualname = node.name.value if self.scope.qualname == "<module>" else f"{self.scope.qualname}.{node.name.value}"
+        if self.recording:
+            self.pending.append((node, ScopeContext(qualname, self.optional_attributes)))
+        self._forget(node.name.value, state)
+        return state
