@@ -28,9 +28,10 @@ from kvlint.engine import FileReport
 from kvlint.findings import Finding
 from kvlint.rules import INTERNAL_ERROR
 from kvlint.sites import DerefTarget, SentinelUseKind, Site, SiteKind, Span
-from kvlint.tree_index import FunctionReturn, TreeIndex
+from kvlint.declarations import Declaration, declaration_from_json
+from kvlint.tree_index import TreeIndex
 
-CACHE_FORMAT = 1  # bump when an entry's layout changes
+CACHE_FORMAT = 2  # bump when an entry's layout changes
 _TAG = (  # https://bford.info/cachedir/: backup tools skip a directory holding this file
     "Signature: 8a477f597d28d172789f06886806bc55\n# a cache directory written by kvlint\n"
 )
@@ -40,7 +41,7 @@ _TAG = (  # https://bford.info/cachedir/: backup tools skip a directory holding 
 class CachedFile:
     """A cache entry: the file's index entries, and its report with the index it was made with."""
 
-    functions: list[FunctionReturn]
+    declarations: list[Declaration]
     index_key: str
     report: dict[str, Any]  # decoded only when the index still matches
 
@@ -72,15 +73,15 @@ class ResultCache:
     @staticmethod
     def index_key(index: TreeIndex, extra_names: tuple[str, ...]) -> str:
         """What a report depends on beyond its own file."""
-        facts = [sorted(index.optional_qualnames), sorted(index.optional_method_names), list(extra_names)]
+        facts = [index.key(), list(extra_names)]
         return hashlib.sha256(json.dumps(facts).encode()).hexdigest()
 
     def recall(self, key: str) -> CachedFile | None:
         """The entry for `key`, or None when there is none or it cannot be read."""
         try:
             entry = json.loads(self._path(key).read_bytes())
-            functions = [FunctionReturn(*item) for item in entry["functions"]]
-            return CachedFile(functions, str(entry["index"]), dict(entry["report"]))
+            declarations = [declaration_from_json(item) for item in entry["declarations"]]
+            return CachedFile(declarations, str(entry["index"]), dict(entry["report"]))
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -95,12 +96,12 @@ class ResultCache:
         self.hits += 1
         return report
 
-    def remember(self, key: str, functions: list[FunctionReturn], index_key: str, report: FileReport) -> None:
+    def remember(self, key: str, declarations: list[Declaration], index_key: str, report: FileReport) -> None:
         """Store a file's entry; a report of an internal error (KVC902) is not kept: the next run retries it."""
         if self.problem or any(f.code == INTERNAL_ERROR for f in report.findings):
             return
         entry = {
-            "functions": [[f.qualname, f.name, f.returns_optional_payload] for f in functions],
+            "declarations": [d.to_json() for d in declarations],
             "index": index_key,
             "report": _report_to_json(report),
         }

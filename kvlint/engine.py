@@ -34,7 +34,8 @@ from kvlint.names import ImportTable, walk_statements
 from kvlint.noqa import is_suppressed, noqa_line_mapping
 from kvlint.rules import INTERNAL_ERROR, SYNTAX_ERROR, site_rules
 from kvlint.sites import Site, Span
-from kvlint.tree_index import FunctionReturn, TreeIndex, index_entries
+from kvlint.declarations import Declaration, module_declarations
+from kvlint.tree_index import TreeIndex
 
 MAX_FILE_BYTES = 5 * 2**20  # ten times vLLM's largest file; bounds time and memory per file
 MAX_FALLBACK_BRACKET_DEPTH = 100
@@ -63,7 +64,7 @@ class PreparedFile:
     text: str = ""
     lines: list[str] = field(default_factory=list)
     imports: ImportTable = field(default_factory=ImportTable)
-    functions: list[FunctionReturn] = field(default_factory=list)
+    declarations: list[Declaration] = field(default_factory=list)  # what it adds to the tree index
     segments: list[tuple[int, int, int]] = field(default_factory=list)  # (first, last, parent) of each unit
     relevant: bool = False
     is_package: bool = False
@@ -267,7 +268,7 @@ def prepare_source(
     prepared.lines = split_lines(text)
     statements = walk_statements(tree)
     prepared.imports = ImportTable.from_statements(statements, module_name, is_package)
-    prepared.functions = index_entries(tree, module_name, prepared.imports, config.payload_class)
+    prepared.declarations = module_declarations(tree, module_name, prepared.imports, config.empty_sentinels)
     optional_attributes = declared_optional_attributes(statements, prepared.imports, config.payload_class)
     prepared.optional_attributes = frozenset(optional_attributes)
     output_classes = prepared.imports.aliases_of(config.output_classes)
@@ -587,5 +588,5 @@ def analyse_source(
     config = config or Config()
     prepared = prepare_source(source, display_path, config, module_name, is_package)
     if index is None:
-        index = TreeIndex(prepared.functions)
+        index = TreeIndex(prepared.declarations, payload_class=config.payload_class)
     return analyse_prepared(prepared, config, index)

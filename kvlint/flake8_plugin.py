@@ -100,7 +100,7 @@ class KVLintChecker:
         if prepared.error is not None and prepared.error.message.startswith("cannot parse"):
             return []  # flake8's E999; unreachable unless flake8 parsed what Python cannot
         covered = tree is not None and os.path.abspath(self.filename) in tree.covered
-        index = tree.index if covered else TreeIndex(prepared.functions)
+        index = tree.index if covered else TreeIndex(prepared.declarations, payload_class=config.payload_class)
         # flake8 applies `# noqa` (and --disable-noqa), select/ignore and per-file-ignores itself
         report = analyse_prepared(prepared, config, index, extra_names, suppress=False)
         _freeze_once()

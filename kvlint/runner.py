@@ -31,7 +31,8 @@ from kvlint.engine import (
 )
 from kvlint.findings import Finding
 from kvlint.rules import INTERNAL_ERROR, UNREADABLE
-from kvlint.tree_index import FunctionReturn, TreeIndex
+from kvlint.declarations import Declaration
+from kvlint.tree_index import TreeIndex
 
 if TYPE_CHECKING:
     from kvlint.cache import CachedFile, ResultCache
@@ -93,10 +94,10 @@ def run(
         if cache is not None:
             relevant = cache.unknown(relevant)
         prepared = pool.map(_prepare, relevant, on_crash=_prepare_crashed)
-        functions = [entry for p in prepared for entry in p.functions]
+        declarations = [entry for p in prepared for entry in p.declarations]
         if cache is not None:
-            functions += cache.recalled_functions()
-        index, callers = _build_index(functions, skipped)
+            declarations += cache.recalled_declarations()
+        index, callers = _build_index(declarations, skipped, config)
         extra_names = EVERYTHING if everything else tuple(sorted(index.candidate_names()))
         caller_work = [(f, d, config, extra_names) for f, d in callers]
         if cache is not None:
@@ -164,9 +165,9 @@ class _RunCache:
             else:
                 self.recalled[source.display_path] = (source, data, names, cached)
 
-    def recalled_functions(self) -> list[FunctionReturn]:
-        """The index entries of the files recalled so far (the tree index is built from them)."""
-        return [entry for *_, cached in self.recalled.values() for entry in cached.functions]
+    def recalled_declarations(self) -> list[Declaration]:
+        """The declarations of the files recalled so far (the tree index is built from them)."""
+        return [entry for *_, cached in self.recalled.values() for entry in cached.declarations]
 
     def reports_for(self, index_key: str) -> tuple[list[FileReport], list[_Analysis]]:
         """The recalled files' reports made with this tree index, and the others to analyse again."""
@@ -184,8 +185,10 @@ class _RunCache:
     def remember(self, work: list[_Analysis], reports: list[FileReport]) -> None:
         """Store what this run worked out."""
         for item, report in zip(work, reports):
-            functions = item.prepared.functions if item.prepared else self.recalled[item.display_path][3].functions
-            self.store.remember(self.keys[item.display_path], functions, self.index_key, report)
+            declarations = (
+                item.prepared.declarations if item.prepared else self.recalled[item.display_path][3].declarations
+            )
+            self.store.remember(self.keys[item.display_path], declarations, self.index_key, report)
 
 
 def _is_relevant(
@@ -234,8 +237,8 @@ def index_tree(paths: Sequence[Path], config: Config) -> tuple[TreeIndex, frozen
     for entry, data in candidates:  # one byte scan per file
         (relevant if mentions_any(data, names) else skipped).append((entry, data))
     prepared = [_prepare((entry, data, config, ())) for entry, data in relevant]
-    entries = [entry for p in prepared for entry in p.functions]
-    return _build_index(entries, skipped)[0], frozenset(os.path.abspath(entry.path) for entry, _ in candidates)
+    entries = [entry for p in prepared for entry in p.declarations]
+    return _build_index(entries, skipped, config)[0], frozenset(os.path.abspath(entry.path) for entry, _ in candidates)
 
 
 def _read(
@@ -255,13 +258,13 @@ def _read(
 
 
 def _build_index(
-    entries: list[FunctionReturn], skipped: list[tuple[SourceFile, bytes]]
+    entries: list[Declaration], skipped: list[tuple[SourceFile, bytes]], config: Config
 ) -> tuple[TreeIndex, list[tuple[SourceFile, bytes]]]:
     """Merge the relevant files' function entries, and pick the skipped files that
     mention an Optional-returning function (its callers). A method name also
     defined in a skipped file is not Optional-only; such a file mentions the
     name, so only the callers need that second look."""
-    first = TreeIndex(entries)
+    first = TreeIndex(entries, payload_class=config.payload_class)
     candidates = tuple(sorted(first.candidate_names()))
     callers = [(source, data) for source, data in skipped if mentions_any(data, candidates)] if candidates else []
     if not first.optional_method_names:
@@ -269,7 +272,7 @@ def _build_index(
     names = sorted(first.optional_method_names)
     pattern = re.compile(rb"\bdef\s+(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b")
     elsewhere = {match.group(1).decode() for _, data in callers for match in pattern.finditer(data)}
-    return TreeIndex(entries, elsewhere), callers
+    return TreeIndex(entries, elsewhere, config.payload_class), callers
 
 
 class _Pool:

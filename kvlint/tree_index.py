@@ -1,67 +1,171 @@
-"""The interprocedural minimum: which functions of the tree return `KVConnectorOutput | None`.
+"""The tree-wide declaration index: every file's declarations, merged and looked up by class.
 
 Built before the per-file pass from each file's `ast` (cheap), so a call in one
-file to a function declared Optional in another is a KVC001 source. Calls
-resolve by qualified name where the import table gives one; a method call
-`obj.name()` resolves by name only when every definition of that name in the
-tree returns Optional (precision first: one non-Optional definition and the
-call is not a source).
+file to a method declared Optional in another is a KVC001 source, and a field
+declared non-Optional in a wrapper class is not one anywhere. Lookups go
+through the receiver's class and its bases, as a type checker's would. Only a
+receiver of unknown class falls back to names: a method call `obj.name()` is a
+source when every definition of that name in the tree returns Optional
+(precision first: one non-Optional definition and the call is not a source).
 """
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Iterable
-from dataclasses import dataclass
+from itertools import chain
 
-from kvlint.annotations import AnnotationKind, classify_annotation
-from kvlint.names import ImportTable, child_statements
+from kvlint.declarations import ClassDecl, Declaration, FunctionDecl, GlobalDecl, TypeRef
+from kvlint.names import matches
+
+# Functions every Python program knows never return (a path that calls one ends there).
+KNOWN_NO_RETURN = (
+    "sys.exit", "os._exit", "os.abort", "exit", "quit",
+    "pytest.fail", "pytest.skip", "pytest.xfail", "pytest.exit",
+    "typing.assert_never", "typing_extensions.assert_never",
+)
+MAX_BASE_DEPTH = 12
 
 
-@dataclass(frozen=True, order=True)
-class FunctionReturn:
-    """One function or method definition and whether it returns Optional payload."""
-
-    qualname: str  # module.Class.method
-    name: str
-    returns_optional_payload: bool
-
-
-def index_entries(tree: ast.AST, module_name: str, imports: ImportTable, payload_class: str) -> list[FunctionReturn]:
-    """List the function definitions of one module with their return kind."""
-    entries: list[FunctionReturn] = []
-    stack: list[tuple[ast.AST, str]] = [(tree, module_name)]
-    while stack:
-        node, prefix = stack.pop()
-        for child in child_statements(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                kind = classify_annotation(child.returns, imports.resolve_dotted, (payload_class,))
-                qualname = f"{prefix}.{child.name}" if prefix else child.name
-                entries.append(FunctionReturn(qualname, child.name, kind is AnnotationKind.OPTIONAL_PAYLOAD))
-                stack.append((child, f"{qualname}.<locals>"))
-            elif isinstance(child, ast.ClassDef):
-                stack.append((child, f"{prefix}.{child.name}" if prefix else child.name))
-            else:
-                stack.append((child, prefix))
-    return sorted(entries)
+def returns_optional_payload(decl: FunctionDecl, payload_classes: tuple[str, ...]) -> bool:
+    returns = decl.returns
+    if returns is None or returns.kind != "class":
+        return False
+    return returns.optional and matches(returns.name, payload_classes)
 
 
 class TreeIndex:
-    """Answers: does a call to this callee return `KVConnectorOutput | None`?"""
+    """Answers what the tree declares: return types, class members, globals, functions that never return."""
 
-    def __init__(self, entries: Iterable[FunctionReturn] = (), other_definitions: Iterable[str] = ()):
-        entries = list(entries)
-        self.optional_qualnames = frozenset(e.qualname for e in entries if e.returns_optional_payload)
-        optional_names = {e.name for e in entries if e.returns_optional_payload}
-        plain_names = {e.name for e in entries if not e.returns_optional_payload} | set(other_definitions)
+    def __init__(
+        self, declarations: Iterable[Declaration] = (), other_definitions: Iterable[str] = (),
+        payload_class: str = "KVConnectorOutput",
+    ):
+        declarations = list(declarations)
+        payload = (payload_class,)
+        self.functions: dict[str, FunctionDecl] = {}
+        self.classes: dict[str, ClassDecl] = {}
+        self.globals: dict[str, TypeRef] = {}
+        classes_by_name: dict[str, list[ClassDecl]] = {}
+        for decl in declarations:
+            if isinstance(decl, FunctionDecl):
+                self.functions[decl.qualname] = decl
+            elif isinstance(decl, ClassDecl):
+                self.classes[decl.qualname] = decl
+                classes_by_name.setdefault(decl.name, []).append(decl)
+            elif isinstance(decl, GlobalDecl):
+                self.globals[decl.qualname] = decl.type
+        self._unique_classes = {name: found[0] for name, found in classes_by_name.items() if len(found) == 1}
+        functions = [d for d in declarations if isinstance(d, FunctionDecl)]
+        self.optional_qualnames = frozenset(d.qualname for d in functions if returns_optional_payload(d, payload))
+        optional_names = {d.name for d in functions if returns_optional_payload(d, payload)}
+        plain_names = {d.name for d in functions if not returns_optional_payload(d, payload)} | set(other_definitions)
         self.optional_method_names = frozenset(optional_names - plain_names)
+        self.optional_members = frozenset(
+            name for decl in self.classes.values() for name, type_ in decl.members
+            if type_.kind == "class" and type_.optional and matches(type_.name, payload)
+        )
 
     def candidate_names(self) -> frozenset[str]:
-        """Names whose mention makes a file worth analysing (they may be called)."""
-        return frozenset(q.rpartition(".")[2] for q in self.optional_qualnames)
+        """Names whose mention makes a file worth analysing (they may be called or read)."""
+        return frozenset(q.rpartition(".")[2] for q in self.optional_qualnames) | self.optional_members
+
+    def key(self) -> list[object]:
+        """Everything a file's report may depend on, for the result cache's key."""
+        return [
+            sorted([d.to_json() for d in self.functions.values()], key=repr),
+            sorted([d.to_json() for d in self.classes.values()], key=repr),
+            sorted([[q, t.to_json()] for q, t in self.globals.items()], key=repr),
+            sorted(self.optional_method_names),
+        ]
+
+    # ------------------------------------------------------------ functions
 
     def returns_optional(self, callee: str, module_name: str) -> bool:
-        """Say whether a call to the resolved callee returns Optional payload."""
+        """Say whether a call to the resolved callee (receiver unknown) returns Optional payload."""
         if callee in self.optional_qualnames or f"{module_name}.{callee}" in self.optional_qualnames:
             return True
         return "." in callee and callee.rpartition(".")[2] in self.optional_method_names
+
+    def function(self, callee: str, module_name: str) -> FunctionDecl | None:
+        """The declaration of a resolved function name (`pkg.mod.f`, or `f` of this module)."""
+        return self.functions.get(callee) or self.functions.get(f"{module_name}.{callee}")
+
+    def never_returns(self, callee: str | None, module_name: str) -> bool:
+        """A call to this resolved name ends the path."""
+        if not callee:
+            return False
+        if callee in KNOWN_NO_RETURN:
+            return True
+        decl = self.function(callee, module_name)
+        return decl is not None and decl.never_returns
+
+    # -------------------------------------------------------------- classes
+
+    def class_named(self, name: str, module_name: str = "") -> ClassDecl | None:
+        """The class a resolved name refers to: by qualified name, else the tree's only class so named."""
+        found = self.classes.get(name) or (self.classes.get(f"{module_name}.{name}") if module_name else None)
+        if found is not None:
+            return found
+        if "." in name and self._known_module(name):
+            return None
+        return self._unique_classes.get(name.rpartition(".")[2])
+
+    def _known_module(self, name: str) -> bool:
+        """Whether the tree holds the module a dotted class name points into (then it is not there)."""
+        module = name.rpartition(".")[0]
+        return any(q.startswith(module + ".") for q in chain(self.classes, self.functions))
+
+    def mro(self, qualname: str) -> list[ClassDecl]:
+        """The class and its bases that the tree declares, nearest first (depth-first, cycle-safe)."""
+        found: list[ClassDecl] = []
+        seen: set[str] = set()
+        stack = [(qualname, 0)]
+        while stack:
+            name, depth = stack.pop(0)
+            decl = self.class_named(name)
+            if decl is None or decl.qualname in seen or depth > MAX_BASE_DEPTH:
+                continue
+            seen.add(decl.qualname)
+            found.append(decl)
+            stack.extend((base, depth + 1) for base in decl.bases)
+        return found
+
+    def member(self, class_name: str, attribute: str) -> TypeRef | None:
+        """The declared type of `attribute` on instances of the class, from the nearest declaring class."""
+        for decl in self.mro(class_name):
+            for name, type_ in decl.members:
+                if name == attribute:
+                    return type_
+        return None
+
+    def method(self, class_name: str, name: str) -> FunctionDecl | None:
+        """The declaration of a method, from the nearest class that defines it."""
+        for decl in self.mro(class_name):
+            found = self.functions.get(f"{decl.qualname}.{name}")
+            if found is not None:
+                return found
+        return None
+
+    def is_sentinel_member(self, class_name: str, attribute: str) -> bool:
+        return any(attribute in decl.sentinel_members for decl in self.mro(class_name))
+
+    def fields(self, class_name: str) -> tuple[str, ...] | None:
+        """A class's positional field order (bases first), or None when a base is not in the tree."""
+        chain_: list[ClassDecl] = []
+        decl = self.class_named(class_name)
+        while decl is not None:
+            chain_.append(decl)
+            bases = [b for b in decl.bases if not matches(b, ("object", "Generic", "Protocol"))]
+            if not bases:
+                break
+            if len(bases) > 1:
+                return None
+            decl = self.class_named(bases[0])
+            if decl is None or len(chain_) > MAX_BASE_DEPTH:
+                return None
+        if not chain_:
+            return None
+        return tuple(name for decl in reversed(chain_) for name in decl.fields)
+
+    def global_type(self, qualname: str) -> TypeRef | None:
+        return self.globals.get(qualname)

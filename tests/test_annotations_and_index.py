@@ -11,7 +11,8 @@ from kvlint.annotations import AnnotationKind, classify_annotation_text
 from kvlint.config import Config
 from kvlint.names import ImportTable
 from kvlint.runner import run
-from kvlint.tree_index import TreeIndex, index_entries
+from kvlint.declarations import FunctionDecl, module_declarations
+from kvlint.tree_index import TreeIndex, returns_optional_payload
 
 IMPORTS = ImportTable({
     "KVConnectorOutput": "vllm.v1.outputs.KVConnectorOutput",
@@ -68,8 +69,9 @@ class Other:
 
 def test_index_entries_name_every_definition_with_its_qualified_name() -> None:
     tree = ast.parse(SOURCE)
-    entries = index_entries(tree, "pkg.mod", ImportTable.from_ast(tree, "pkg.mod"), "KVConnectorOutput")
-    assert {(e.qualname, e.returns_optional_payload) for e in entries} == {
+    entries = module_declarations(tree, "pkg.mod", ImportTable.from_ast(tree, "pkg.mod"))
+    functions = [e for e in entries if isinstance(e, FunctionDecl)]
+    assert {(e.qualname, returns_optional_payload(e, ("KVConnectorOutput",))) for e in functions} == {
         ("pkg.mod.fetch", True), ("pkg.mod.plain", False), ("pkg.mod.Runner.take", True),
         ("pkg.mod.Runner.shared", True), ("pkg.mod.Runner.Inner.deep", True), ("pkg.mod.Other.shared", False),
     }
@@ -77,7 +79,7 @@ def test_index_entries_name_every_definition_with_its_qualified_name() -> None:
 
 def test_calls_resolve_by_qualified_name_or_by_an_unambiguous_method_name() -> None:
     tree = ast.parse(SOURCE)
-    index = TreeIndex(index_entries(tree, "pkg.mod", ImportTable.from_ast(tree, "pkg.mod"), "KVConnectorOutput"))
+    index = TreeIndex(module_declarations(tree, "pkg.mod", ImportTable.from_ast(tree, "pkg.mod")))
     assert index.returns_optional("pkg.mod.fetch", "elsewhere")  # imported by qualified name
     assert index.returns_optional("fetch", "pkg.mod")  # called in its own module
     assert not index.returns_optional("fetch", "elsewhere")  # a bare name from another module is not it

@@ -29,7 +29,7 @@ def check_everything(source: str) -> list:
     """Run the whole engine with every unit relevant; return the findings after checking them."""
     data = source.encode("utf-8", "surrogatepass")
     prepared = prepare_source(data, "fuzzed.py", CONFIG, "fuzzed", extra_names=EVERYTHING)
-    report = analyse_prepared(prepared, CONFIG, TreeIndex(prepared.functions), EVERYTHING)
+    report = analyse_prepared(prepared, CONFIG, TreeIndex(prepared.declarations), EVERYTHING)
     lines = split_lines(source) or [""]
     for finding in report.findings:
         assert finding.code != "KVC902", f"internal error: {finding.message}\n{report.traceback}"

@@ -1,0 +1,377 @@
+"""What one module declares that decides what may be None, read from its `ast`.
+
+Declarations beat names: a field annotated `KVConnectorOutput` (not Optional)
+is never None, whatever it is called; a method declared `-> KVConnectorOutput
+| None` is a source on the class that declares it and nowhere else. This module
+reads, per file and cheaply (statements only), the classes (dataclass fields,
+annotated class attributes, `self.x: T` in methods, properties, base classes,
+class attributes bound to an empty sentinel), the functions and methods with
+their return types, annotated module globals, and the functions that never
+return. `kvlint.tree_index` merges them over the tree. Everything here is plain
+data that round-trips through JSON, so the result cache can keep it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from kvlint.annotations import ast_dotted_name
+from kvlint.names import ImportTable, child_statements, matches
+
+Resolver = Callable[[str], str]
+
+NO_RETURN_TYPES = ("typing.NoReturn", "typing.Never", "typing_extensions.NoReturn", "typing_extensions.Never")
+_OPTIONAL = ("typing.Optional", "typing_extensions.Optional")
+_UNION = ("typing.Union", "typing_extensions.Union")
+_WRAPPERS = (
+    "typing.ClassVar", "typing.Final", "typing.Annotated", "typing_extensions.Annotated", "dataclasses.InitVar",
+)
+_SEQUENCES = frozenset({
+    "list", "set", "frozenset", "tuple", "List", "Set", "FrozenSet", "Tuple", "Sequence", "MutableSequence",
+    "Iterable", "Iterator", "Collection", "AbstractSet", "MutableSet", "Generator", "AsyncIterator",
+    "AsyncIterable", "deque", "Deque", "Reversible",
+})
+_MAPPINGS = frozenset({"dict", "Dict", "Mapping", "MutableMapping", "defaultdict", "DefaultDict", "OrderedDict"})
+_PROPERTY_DECORATORS = ("property", "functools.cached_property", "cached_property")
+
+
+@dataclass(frozen=True)
+class TypeRef:
+    """A declared type, reduced to what the analysis asks of it.
+
+    `kind` is "class" (`name` is the resolved dotted name), "list" (anything
+    iterated: `element` is what iteration yields), "dict" (`element` is the
+    value type), "none" (`-> None`), "noreturn", or "other" (declared, but
+    nothing the analysis follows). `optional` is a `| None` around it.
+    """
+
+    kind: str
+    name: str = ""
+    optional: bool = False
+    element: TypeRef | None = None
+
+    def to_json(self) -> list[object]:
+        return [self.kind, self.name, self.optional, self.element.to_json() if self.element else None]
+
+    @classmethod
+    def from_json(cls, data: list[object]) -> TypeRef:
+        kind, name, optional, element = data
+        inner = cls.from_json(element) if element else None  # type: ignore[arg-type]
+        return cls(str(kind), str(name), bool(optional), inner)
+
+
+OTHER = TypeRef("other")
+
+
+@dataclass(frozen=True)
+class FunctionDecl:
+    """A function or method: its return type and whether it can return at all."""
+
+    qualname: str  # module.Class.method, module.function, module.f.<locals>.g
+    name: str
+    returns: TypeRef | None  # None: not annotated
+    never_returns: bool = False
+
+    def to_json(self) -> list[object]:
+        return ["f", self.qualname, self.name, self.returns.to_json() if self.returns else None, self.never_returns]
+
+
+@dataclass(frozen=True)
+class ClassDecl:
+    """A class: its bases, declared members (fields, attributes, properties) and field order."""
+
+    qualname: str
+    name: str
+    bases: tuple[str, ...] = ()
+    members: tuple[tuple[str, TypeRef], ...] = ()
+    fields: tuple[str, ...] = ()  # class-body annotated names, in order (a dataclass's positional order)
+    sentinel_members: tuple[str, ...] = ()  # class attributes bound to an empty sentinel
+
+    def to_json(self) -> list[object]:
+        return ["c", self.qualname, self.name, list(self.bases), [[n, t.to_json()] for n, t in self.members],
+                list(self.fields), list(self.sentinel_members)]
+
+
+@dataclass(frozen=True)
+class GlobalDecl:
+    """An annotated module-level name."""
+
+    qualname: str
+    type: TypeRef
+
+    def to_json(self) -> list[object]:
+        return ["g", self.qualname, self.type.to_json()]
+
+
+Declaration = FunctionDecl | ClassDecl | GlobalDecl
+
+
+def declaration_from_json(data: list[object]) -> Declaration:
+    """Decode what `to_json` wrote (the result cache stores declarations this way)."""
+    tag = data[0]
+    if tag == "f":
+        _, qualname, name, returns, never = data
+        decoded = TypeRef.from_json(returns) if returns else None  # type: ignore[arg-type]
+        return FunctionDecl(str(qualname), str(name), decoded, bool(never))
+    if tag == "c":
+        _, qualname, name, bases, members, fields, sentinels = data
+        return ClassDecl(
+            str(qualname), str(name), tuple(map(str, bases)),  # type: ignore[call-overload]
+            tuple((str(n), TypeRef.from_json(t)) for n, t in members),  # type: ignore[union-attr]
+            tuple(map(str, fields)), tuple(map(str, sentinels)),  # type: ignore[call-overload]
+        )
+    if tag == "g":
+        _, qualname, type_ = data
+        return GlobalDecl(str(qualname), TypeRef.from_json(type_))  # type: ignore[arg-type]
+    raise ValueError(f"unknown declaration tag {tag!r}")
+
+
+# ------------------------------------------------------------ annotations
+
+
+def type_of_annotation(node: ast.expr | None, resolve: Resolver, depth: int = 0) -> TypeRef | None:
+    """Reduce an annotation to a `TypeRef`; None when there is none."""
+    if node is None:
+        return None
+    if depth > 8:
+        return OTHER
+    if isinstance(node, ast.Constant):
+        if node.value is None:
+            return TypeRef("none")
+        if isinstance(node.value, str):
+            try:
+                inner = ast.parse(node.value.strip(), mode="eval").body
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return OTHER
+            return type_of_annotation(inner, resolve, depth + 1)
+        return OTHER
+    members = _union_members(node, resolve, depth)
+    if members is not None:
+        named = [m for m in members if m.kind != "none"]
+        optional = len(named) < len(members) or any(m.optional for m in named)
+        if len(named) == 1:
+            return TypeRef(named[0].kind, named[0].name, optional, named[0].element)
+        return TypeRef("other", optional=optional) if named else TypeRef("none")
+    if isinstance(node, ast.Subscript):
+        origin = ast_dotted_name(node.value)
+        if origin is None:
+            return OTHER
+        resolved = resolve(origin)
+        args = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if matches(resolved, _WRAPPERS) and args:
+            return type_of_annotation(args[0], resolve, depth + 1)
+        short = resolved.rpartition(".")[2]
+        if short in _SEQUENCES and args:
+            if short in ("tuple", "Tuple") and not (len(args) == 2 and _is_ellipsis(args[1])):
+                return OTHER  # a fixed-length tuple of different things
+            return TypeRef("list", element=type_of_annotation(args[0], resolve, depth + 1) or OTHER)
+        if short in _MAPPINGS and len(args) == 2:
+            return TypeRef("dict", element=type_of_annotation(args[1], resolve, depth + 1) or OTHER)
+        return OTHER
+    name = ast_dotted_name(node)
+    if name is None:
+        return OTHER
+    resolved = resolve(name)
+    if resolved in NO_RETURN_TYPES or matches(resolved, ("NoReturn", "Never")):
+        return TypeRef("noreturn")
+    if resolved == "None":
+        return TypeRef("none")
+    return TypeRef("class", resolved)
+
+
+def _union_members(node: ast.expr, resolve: Resolver, depth: int) -> list[TypeRef] | None:
+    """The members of a union spelled `A | B`, `Optional[A]` or `Union[A, B]`; None if it is not one."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return [type_of_annotation(side, resolve, depth + 1) or OTHER for side in (node.left, node.right)]
+    if isinstance(node, ast.Subscript):
+        origin = ast_dotted_name(node.value)
+        if origin is None:
+            return None
+        resolved = resolve(origin)
+        args = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if matches(resolved, _OPTIONAL) or (resolved == "Optional"):
+            return [type_of_annotation(args[0], resolve, depth + 1) or OTHER, TypeRef("none")]
+        if matches(resolved, _UNION) or resolved == "Union":
+            return [type_of_annotation(arg, resolve, depth + 1) or OTHER for arg in args]
+    return None
+
+
+def _is_ellipsis(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is Ellipsis
+
+
+# ------------------------------------------------------------- functions
+
+
+def _never_returns(node: ast.FunctionDef | ast.AsyncFunctionDef, returns: TypeRef | None) -> bool:
+    """Annotated NoReturn, or a body that always raises (not an abstract `raise NotImplementedError`)."""
+    if returns is not None and returns.kind == "noreturn":
+        return True
+    if any(_decorator_name(d).endswith("abstractmethod") for d in node.decorator_list):
+        return False
+    body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if not body or not isinstance(body[-1], ast.Raise):
+        return False
+    raised = body[-1].exc
+    if raised is not None:
+        target = raised.func if isinstance(raised, ast.Call) else raised
+        if (ast_dotted_name(target) or "").endswith("NotImplementedError"):
+            return False
+    return not any(_exits_normally(statement) for statement in body)
+
+
+def _exits_normally(node: ast.AST) -> bool:
+    """A `return`, `yield` or loop `break` out of the body, outside nested scopes."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (ast.Return, ast.Yield, ast.YieldFrom)):
+            return True
+        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(current, (ast.If, ast.Try, ast.With, ast.For, ast.While, ast.Match)):
+            return True  # a branch may fall through: only straight-line bodies count as always raising
+        stack.extend(ast.iter_child_nodes(current))
+    return False
+
+
+def _decorator_name(node: ast.expr) -> str:
+    target = node.func if isinstance(node, ast.Call) else node
+    return ast_dotted_name(target) or ""
+
+
+# ---------------------------------------------------------------- classes
+
+
+def _class_decl(
+    node: ast.ClassDef, qualname: str, resolve: Resolver, sentinels: tuple[str, ...]
+) -> ClassDecl:
+    members: dict[str, TypeRef] = {}
+    fields: list[str] = []
+    sentinel_members: list[str] = []
+    assigned: dict[str, list[ast.expr]] = {}
+    for statement in node.body:
+        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+            type_ = type_of_annotation(statement.annotation, resolve)
+            name = statement.target.id
+            if type_ is not None:
+                members[name] = type_
+            if not _is_class_var(statement.annotation, resolve):
+                fields.append(name)
+        elif isinstance(statement, ast.Assign):
+            for target in statement.targets:
+                if isinstance(target, ast.Name) and _is_sentinel(statement.value, resolve, sentinels):
+                    sentinel_members.append(target.id)
+        elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            decorators = [resolve(_decorator_name(d)) for d in statement.decorator_list]
+            if any(matches(d, _PROPERTY_DECORATORS) for d in decorators):
+                returns = type_of_annotation(statement.returns, resolve)
+                if returns is not None:
+                    members.setdefault(statement.name, returns)
+            _self_attributes(statement, resolve, members, assigned)
+    for name, values in assigned.items():
+        if name in members or len(values) != 1 or not isinstance(values[0], ast.Call):
+            continue  # an inferred type only from the one construction that ever sets it
+        callee = ast_dotted_name(values[0].func)
+        if callee and callee.rpartition(".")[2][:1].isupper():
+            members[name] = TypeRef("class", resolve(callee))
+    bases = tuple(resolve(name) for name in map(ast_dotted_name, node.bases) if name)
+    return ClassDecl(qualname, node.name, bases, tuple(sorted(members.items())), tuple(fields), tuple(sentinel_members))
+
+
+def _self_attributes(
+    method: ast.FunctionDef | ast.AsyncFunctionDef, resolve: Resolver,
+    members: dict[str, TypeRef], assigned: dict[str, list[ast.expr]],
+) -> None:
+    """`self.x: T = ...` declares a member; plain `self.x = ...` is remembered for inference."""
+    if not method.args.args:
+        return
+    receiver = method.args.args[0].arg
+    stack: list[ast.AST] = list(method.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.AnnAssign) and _is_self_attribute(node.target, receiver):
+            type_ = type_of_annotation(node.annotation, resolve)
+            if type_ is not None:
+                members.setdefault(node.target.attr, type_)  # type: ignore[union-attr]
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if _is_self_attribute(target, receiver):
+                    assigned.setdefault(target.attr, []).append(node.value)  # type: ignore[union-attr]
+                elif isinstance(target, (ast.Tuple, ast.List)):
+                    for element in target.elts:
+                        if _is_self_attribute(element, receiver):
+                            values = assigned.setdefault(element.attr, [])  # type: ignore[union-attr]
+                            values.extend([node.value, node.value])  # unpacked: no single construction
+        elif isinstance(node, ast.AugAssign) and _is_self_attribute(node.target, receiver):
+            assigned.setdefault(node.target.attr, []).append(node.value)  # type: ignore[union-attr]
+        if isinstance(node, ast.stmt):
+            stack.extend(child_statements(node))
+
+
+def _is_self_attribute(node: ast.expr, receiver: str) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == receiver
+
+
+def _is_class_var(annotation: ast.expr, resolve: Resolver) -> bool:
+    target = annotation.value if isinstance(annotation, ast.Subscript) else annotation
+    return matches(resolve(ast_dotted_name(target) or ""), ("ClassVar",))
+
+
+def _is_sentinel(node: ast.expr, resolve: Resolver, sentinels: tuple[str, ...]) -> bool:
+    name = ast_dotted_name(node)
+    return name is not None and matches(resolve(name), sentinels)
+
+
+# ---------------------------------------------------------------- modules
+
+
+def module_declarations(
+    tree: ast.Module, module_name: str, imports: ImportTable, empty_sentinels: Iterable[str] = ()
+) -> list[Declaration]:
+    """Every declaration of one module, in a stable order."""
+    resolve = _local_resolver(tree, module_name, imports)
+    sentinels = tuple(empty_sentinels)
+    found: list[Declaration] = []
+    for statement in tree.body:
+        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+            type_ = type_of_annotation(statement.annotation, resolve)
+            if type_ is not None and type_.kind in ("class", "list", "dict"):
+                found.append(GlobalDecl(_join(module_name, statement.target.id), type_))
+    stack: list[tuple[ast.AST, str]] = [(tree, module_name)]
+    while stack:
+        node, prefix = stack.pop()
+        for child in child_statements(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                returns = type_of_annotation(child.returns, resolve)
+                qualname = _join(prefix, child.name)
+                found.append(FunctionDecl(qualname, child.name, returns, _never_returns(child, returns)))
+                stack.append((child, f"{qualname}.<locals>"))
+            elif isinstance(child, ast.ClassDef):
+                qualname = _join(prefix, child.name)
+                found.append(_class_decl(child, qualname, resolve, sentinels))
+                stack.append((child, qualname))
+            else:
+                stack.append((child, prefix))
+    return sorted(found, key=lambda d: (type(d).__name__, d.qualname))
+
+
+def _join(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+def _local_resolver(tree: ast.Module, module_name: str, imports: ImportTable) -> Resolver:
+    """Resolve through imports, and a class defined at the module's top level to `module.Class`."""
+    local = {s.name for s in tree.body if isinstance(s, ast.ClassDef)}
+
+    def resolve(spelled: str) -> str:
+        root = spelled.partition(".")[0]
+        if root in local and root not in imports.bindings:
+            return _join(module_name, spelled)
+        return imports.resolve_dotted(spelled)
+
+    return resolve
