@@ -33,6 +33,7 @@ class SiteKind(str, enum.Enum):
     CONNECTOR_CONTEXT = "connector-context"  # with _get_kv_connector_output(...)
     CONNECTOR_FUNCTION = "connector-function"  # a function on a connector path
     CONNECTOR_GUARD = "connector-guard"  # has_kv_transfer_group() tested in a condition
+    KV_DROPPED = "kv-output-dropped"  # a producer returns without the KV output it holds
 
 
 class DerefTarget(str, enum.Enum):
@@ -68,8 +69,10 @@ class Site:
     operand: str = ""  # for a dereference: the maybe-None expression itself
     on_connector_path: bool = False
     may_be_none: bool = False  # for an optional-write: the attached value may be None (or is unknown)
+    definitely_none: bool = False  # for a dereference: the value is None on every path here
     guard: str = ""  # how a value was proven non-None ("" when not proven)
-    origin: str = ""  # where a maybe-None value came from, e.g. `out.kv_connector_output`
+    origin: str = ""  # where a maybe-None value came from, e.g. `out.kv_connector_output`; for a dropped
+    # KV output, where the value held was read
     deref_target: DerefTarget | None = None
     sink: str = ""  # the kind of dereference: "attribute access", "iteration", ...
     sentinel_use: SentinelUseKind | None = None

@@ -11,7 +11,7 @@ import libcst as cst
 
 from kvlint.annotations import AnnotationKind, classify_annotation_text
 from kvlint.config import Config
-from kvlint.flow.expressions import Expressions
+from kvlint.flow.expressions import COPY_FUNCTIONS, Expressions
 from kvlint.flow.narrowing import Narrowing
 from kvlint.flow.recording import Recording
 from kvlint.flow.state import (
@@ -24,9 +24,7 @@ from kvlint.flow.state import (
     Value,
 )
 from kvlint.flow.statements import Statements
-from kvlint.flow.syntax import (
-    is_none_literal,
-)
+from kvlint.flow.syntax import dotted_name
 from kvlint.names import ImportTable, matches
 from kvlint.sites import Site, SiteKind, Span
 from kvlint.tree_index import TreeIndex
@@ -62,6 +60,9 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         self.fixpoint_depth = 0
         self.scope = ScopeContext("<module>")
         self.pending: list[tuple[cst.CSTNode, ScopeContext]] = []
+        self.declared_defaults: dict[str, Value] = {}  # reference keys whose default a declaration gave
+        self.shielded = ""  # inside `try` whose handlers catch AttributeError (or a base): the handler it names
+        self.attached_outputs: set[tuple[object, ...]] = set()  # outputs given their connector output later
         payload_name = config.payload_class.rpartition(".")[2]
         self.payload_spellings = (payload_name, *imports.aliases_of((config.payload_class,)))
 
@@ -73,6 +74,10 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         while self.pending:
             node, scope = self.pending.pop(0)
             self._analyse_scope(node, scope)
+        for key in self.attached_outputs & self.sites.keys():
+            self.sites[key] = dataclasses.replace(
+                self.sites[key], carries_connector_output=True, connector_output_argument="(assigned after it)"
+            )
         return sorted(self.sites.values(), key=lambda s: (s.span, s.kind.value, s.expression))
 
     def _analyse_scope(self, node: cst.CSTNode, scope: ScopeContext) -> None:
@@ -80,7 +85,9 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         self.loops = []
         self.fixpoint_depth = 0
         self.recording = True
-        state = NullnessState()
+        self.declared_defaults = {}
+        self.shielded = ""
+        state = NullnessState(dict(scope.captured))
         if isinstance(node, cst.Module):
             self._block(node.body, state)
         elif isinstance(node, cst.ClassDef):
@@ -94,6 +101,12 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
 
     def _enter_function(self, node: cst.FunctionDef, state: NullnessState) -> None:
         self._bind_parameters(node.params, state)
+        if self.scope.class_name and node.params.params and not any(
+            self._code(d.decorator) in ("staticmethod", "classmethod") for d in node.decorators
+        ):
+            receiver = node.params.params[0].name.value  # `self`: an instance of the enclosing class
+            state.values[receiver] = Value(Nullness.NOT_NONE, cls=self.scope.class_name)
+        self.scope = dataclasses.replace(self.scope, producer=self._is_producer(node))
         reason = ""
         if node.name.value in self.config.connector_functions or matches(
             f"{self.scope.qualname}", self.config.connector_functions
@@ -132,19 +145,41 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
             name = param.name.value
             value = UNTRACKED
             if param.annotation is not None and param not in (params.star_arg, params.star_kwarg):
-                kind = self._classify(param.annotation.annotation)
-                if kind is AnnotationKind.OPTIONAL_PAYLOAD:
-                    value = Value(
-                        Nullness.MAYBE_NONE,
-                        connector_output=True,
-                        evidence=True,
-                        origin=f"parameter `{name}`",
-                    )
-                    if param.default is not None and not is_none_literal(param.default):
-                        value = dataclasses.replace(value, nullness=Nullness.MAYBE_NONE)
-                elif kind is AnnotationKind.PAYLOAD:
-                    value = Value(Nullness.NOT_NONE, connector_output=True, guard="annotated non-Optional")
+                declared = self._annotation_value(param.annotation.annotation, f"parameter `{name}`")
+                if declared is not None:
+                    # a parameter is not a KV source a producer must hand on (KVC006 is about what it reads)
+                    value = dataclasses.replace(declared, kv_source=False)
+                    if value.connector_output and value.nullness is Nullness.NOT_NONE:
+                        value = dataclasses.replace(value, guard="annotated non-Optional")
             state.values[name] = value
+
+    def _is_producer(self, node: cst.FunctionDef) -> bool:
+        """Does the function return an output: declared so, or returning a construction, the sentinel or a copy?"""
+        if node.returns is not None:
+            declared = self._annotation_value(node.returns.annotation, "")
+            if declared is not None and declared.cls and matches(declared.cls, self.config.output_classes):
+                return True
+        stack: list[cst.CSTNode] = [node.body]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                continue
+            if isinstance(current, cst.Return) and current.value is not None and self._returns_output(current.value):
+                return True
+            if not isinstance(current, cst.BaseExpression):
+                stack.extend(current.children)
+        return False
+
+    def _returns_output(self, value: cst.BaseExpression) -> bool:
+        if isinstance(value, cst.Call):
+            callee = self.imports.resolve_dotted(dotted_name(value.func) or "")
+            if matches(callee, self.config.output_classes):
+                return True
+            if matches(callee, COPY_FUNCTIONS) and value.args:
+                return self._returns_output(value.args[0].value)
+            return False
+        spelled = dotted_name(value)
+        return spelled is not None and matches(self.imports.resolve_dotted(spelled), self.config.empty_sentinels)
 
     def _classify(self, annotation: cst.BaseExpression) -> AnnotationKind | None:
         text = self.module.code_for_node(annotation)

@@ -21,8 +21,27 @@ from kvlint.flow.syntax import (
     dotted_name,
     ref_key,
 )
+from kvlint.declarations import TypeRef, type_of_annotation
 from kvlint.names import matches
 from kvlint.sites import SentinelUseKind, SiteKind
+
+COPY_FUNCTIONS = ("copy.copy", "copy.deepcopy", "dataclasses.replace", "copy", "deepcopy", "replace")
+# Callees that iterate their arguments: a payload set that is None there raises TypeError (KVC005).
+ITERATING_BUILTINS = frozenset({
+    "set", "frozenset", "list", "tuple", "sorted", "len", "any", "all", "sum", "min", "max", "iter",
+    "enumerate", "zip", "reversed", "dict",
+})
+ITERATING_FUNCTIONS = ("itertools.chain", "itertools.chain.from_iterable", "heapq.merge")
+ITERATING_METHODS = frozenset({
+    "join", "update", "union", "intersection", "difference", "symmetric_difference", "issubset", "issuperset",
+    "isdisjoint", "intersection_update", "difference_update", "symmetric_difference_update", "extend",
+})
+# Methods that change a container in place: on a member of the shared sentinel they are KVC004.
+MUTATING_METHODS = frozenset({
+    "append", "extend", "insert", "pop", "remove", "clear", "update", "add", "discard", "setdefault", "popitem",
+    "sort", "reverse", "__setitem__", "__delitem__", "difference_update", "intersection_update",
+    "symmetric_difference_update",
+})
 
 
 class Expressions:
@@ -32,14 +51,22 @@ class Expressions:
         """The value a key has before any assignment or narrowing in this scope."""
         if "." not in key and "[" not in key:
             return None
+        declared = self.declared_defaults.get(key)
+        if declared is not None:
+            return declared
         last = re.split(r"[.\[]", key)[-1]
         if last in self.config.optional_fields:
-            return Value(Nullness.MAYBE_NONE, connector_output=True, evidence=True, origin=f"`{key}`")
+            return self._field_source(f"`{key}`")
         if key.startswith("self.") and key.count(".") == 1 and last in self.scope.class_optional_attributes:
-            return Value(Nullness.MAYBE_NONE, connector_output=True, evidence=True, origin=f"`{key}`")
+            return self._field_source(f"`{key}`")
         if last in self.config.payload_optional_fields:
             return Value(Nullness.MAYBE_NONE, payload=True, origin=f"`{key}`")
         return None
+
+    @staticmethod
+    def _field_source(origin: str) -> Value:
+        """A read of a connector-output field whose declaration is not visible: by name, maybe None."""
+        return Value(Nullness.MAYBE_NONE, connector_output=True, evidence=True, origin=origin, kv_source=True)
 
     def _lookup(self, key: str, state: NullnessState) -> Value:
         value = state.values.get(key)
@@ -59,6 +86,67 @@ class Expressions:
 
     def _sentinel_value(self, name: str) -> Value:
         return Value(Nullness.NOT_NONE, sentinel=True, origin=f"`{name}`")
+
+    # ------------------------------------------------------- declarations
+
+    def _class_of(self, resolved: str) -> str:
+        """The qualified name of the class a resolved name refers to (itself when the tree lacks it)."""
+        decl = self.index.class_named(resolved, self.module_name)
+        return decl.qualname if decl is not None else resolved
+
+    def _typed_value(self, declared: TypeRef | None, origin: str, source: bool = True) -> Value | None:
+        """The value a declaration promises; None when there is no declaration."""
+        if declared is None:
+            return None
+        if declared.kind == "class":
+            if matches(declared.name, (self.config.payload_class,)):
+                if declared.optional:
+                    return Value(
+                        Nullness.MAYBE_NONE, connector_output=True, evidence=True, origin=origin, kv_source=source
+                    )
+                return Value(
+                    Nullness.NOT_NONE, connector_output=True, guard=f"declared `{declared.name.rpartition('.')[2]}`",
+                    kv_source=source,
+                )
+            nullness = Nullness.MAYBE_NONE if declared.optional else Nullness.NOT_NONE
+            return Value(nullness, cls=self._class_of(declared.name))
+        if declared.kind in ("list", "dict"):
+            element = self._typed_value(declared.element, f"an element of {origin}", source=False)
+            if declared.kind == "list":
+                return Value(Nullness.UNKNOWN, element=element, item=element)
+            return Value(Nullness.UNKNOWN, item=element)
+        if declared.kind == "noreturn":
+            return Value(Nullness.UNKNOWN, never_returns=True)
+        return UNTRACKED
+
+    def _annotation_value(self, annotation: cst.BaseExpression, origin: str) -> Value | None:
+        """The value an annotation in this module declares (a parameter, an annotated local)."""
+        import ast
+
+        try:
+            tree = ast.parse(self.module.code_for_node(annotation).strip(), mode="eval").body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        return self._typed_value(type_of_annotation(tree, self._resolve_type_name), origin)
+
+    def _resolve_type_name(self, spelled: str) -> str:
+        root = spelled.partition(".")[0]
+        if root not in self.imports.bindings and self.index.class_named(f"{self.module_name}.{spelled}") is not None:
+            return f"{self.module_name}.{spelled}"
+        return self.imports.resolve_dotted(spelled)
+
+    def _declared_attribute(self, receiver: Value, attribute: str, origin: str) -> Value | None:
+        """What the receiver's class declares about `attribute` (None: no declaration visible)."""
+        if not receiver.cls:
+            return None
+        declared = self.index.member(receiver.cls, attribute)
+        if declared is not None:
+            return self._typed_value(declared, origin)
+        if self.index.is_sentinel_member(receiver.cls, attribute):
+            return self._sentinel_value(origin.strip("`"))
+        return None
+
+    # --------------------------------------------------------- evaluation
 
     def _eval(self, node: cst.BaseExpression, state: NullnessState) -> Value:
         """Evaluate an expression for its value, recording the sites inside it."""
@@ -81,48 +169,82 @@ class Expressions:
         if matches(self.imports.resolve_dotted(node.value), self.config.empty_sentinels):
             return self._sentinel_value(node.value)
         if node.value == "None":
-            return Value(Nullness.NONE)
+            return Value(Nullness.NONE, origin="`None`")
+        declared = self.index.global_type(self._resolve_type_name(node.value))
+        if declared is not None and declared.kind == "class":
+            return self._typed_value(declared, f"`{node.value}`") or UNTRACKED
         return UNTRACKED
 
     def _expr_Attribute(self, node: cst.Attribute, state: NullnessState) -> Value:
         receiver = self._eval(node.value, state)
-        self._sink(node.value, receiver, f"attribute access `.{node.attr.value}`", node, state)
+        attr = node.attr.value
+        if receiver.nullness is Nullness.NONE and not receiver.tracked and attr in self._payload_members():
+            receiver = dataclasses.replace(receiver, connector_output=True)  # `kvo = None`, then `kvo.finished_...`
+        self._sink(node.value, receiver, f"attribute access `.{attr}`", node, state)
         return self._attribute_value(node, receiver, state)
+
+    def _payload_members(self) -> frozenset[str]:
+        """Attribute names that only a connector output has (its payload fields, declared or configured)."""
+        declared = self.index.class_named(self.config.payload_class)
+        names = {name for name, _ in declared.members} if declared is not None else set()
+        return frozenset(names | set(self.config.payload_optional_fields))
 
     def _attribute_value(self, node: cst.Attribute, receiver: Value, state: NullnessState) -> Value:
         attr = node.attr.value
         key = ref_key(node)
+        return self._member_value(receiver, attr, key, node, state)
+
+    def _member_value(
+        self, receiver: Value, attr: str, key: str | None, node: cst.CSTNode, state: NullnessState
+    ) -> Value:
+        """The value of `receiver.attr` (`key` its reference key), from state, declaration or name."""
+        code = key or self._code(node)
+        if key is not None and key in state.values:
+            value = state.values[key]
+        else:
+            value = self._declared_attribute(receiver, attr, f"`{code}`")
+            if value is not None and key is not None:
+                self.declared_defaults[key] = value
         if attr in self.config.optional_fields:
-            value = (
-                self._lookup(key, state)
-                if key
-                else Value(Nullness.MAYBE_NONE, connector_output=True, evidence=True, origin=f"`{self._code(node)}`")
-            )
-            self._record(
-                SiteKind.OPTIONAL_ACCESS,
-                node,
-                may_be_none=value.may_be_none,
-                guard=value.guard,
-                state=state,
-            )
+            if value is None:
+                value = self._lookup(key, state) if key else self._field_source(f"`{code}`")
+            if value.tracked or value.nullness is not Nullness.UNKNOWN:
+                self._record(SiteKind.OPTIONAL_ACCESS, node, may_be_none=value.may_be_none, guard=value.guard,
+                             state=state)
             return value
         if receiver.connector_output and attr in self.config.payload_optional_fields:
-            return (
-                self._lookup(key, state)
-                if key
-                else Value(Nullness.MAYBE_NONE, payload=True, origin=f"`{self._code(node)}`")
-            )
+            if value is None or not value.tracked:
+                declared = self._declared_payload_field(attr)
+                if declared is not None:
+                    return declared
+                if attr in receiver.known_fields:
+                    return Value(Nullness.NOT_NONE, payload=True, guard="constructed with a value")
+                unknown = Value(Nullness.MAYBE_NONE, payload=True, origin=f"`{code}`")
+                value = self._lookup(key, state) if key else unknown
+            return value
+        if value is not None:
+            return value
         if key is not None:
-            if key in state.values:
-                return state.values[key]
             default = self._default_for_key(key)
             if default is not None and default.connector_output:
                 return default
+        if receiver.sentinel:
+            return Value(Nullness.UNKNOWN, sentinel_part=True, origin=f"`{code}`")
         if receiver.nullness is Nullness.UNKNOWN and not receiver.tracked and key is None:
             return UNTRACKED
-        if matches(self._resolve(node, state), self.config.empty_sentinels):
+        if isinstance(node, cst.Attribute) and matches(self._resolve(node, state), self.config.empty_sentinels):
             return self._sentinel_value(self._code(node))
         return UNTRACKED
+
+    def _declared_payload_field(self, attr: str) -> Value | None:
+        """A payload field the payload class declares non-Optional is never None."""
+        declared = self.index.class_named(self.config.payload_class)
+        if declared is None:
+            return None
+        found = self.index.member(declared.qualname, attr)
+        if found is None or found.optional or found.kind == "none":
+            return None
+        return Value(Nullness.NOT_NONE, payload=True, guard="declared non-Optional")
 
     def _expr_Subscript(self, node: cst.Subscript, state: NullnessState) -> Value:
         receiver = self._eval(node.value, state)
@@ -131,6 +253,14 @@ class Expressions:
         key = ref_key(node)
         if key is not None and key in state.values:
             return state.values[key]
+        if receiver.parts is not None and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            index = node.slice[0].slice.value
+            if isinstance(index, cst.Integer) and index.evaluated_value < len(receiver.parts):
+                return receiver.parts[index.evaluated_value]
+        if receiver.item is not None and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            return receiver.item
+        if receiver.sentinel or receiver.sentinel_part:
+            return Value(Nullness.UNKNOWN, sentinel_part=True, origin=f"`{self._code(node)}`")
         return UNTRACKED
 
     def _eval_slices(self, node: cst.Subscript, state: NullnessState) -> None:
@@ -152,54 +282,169 @@ class Expressions:
             elif arg.star == "**":
                 self._sink(arg.value, value, "`**` unpacking", arg.value, state)
             values.append(value)
+        self._hand_on([arg.value for arg in node.args], state)
         return values
+
+    def _hand_on(self, expressions: Sequence[cst.CSTNode], state: NullnessState) -> None:
+        """The KV values named in these expressions are passed on, stored or attached (KVC006)."""
+        pending = {k for k, v in state.values.items() if v.kv_source and not v.handed_on and "." not in k}
+        if not pending:
+            return
+        stack = list(expressions)
+        while stack and pending:
+            current = stack.pop()
+            if isinstance(current, cst.Name) and current.value in pending:
+                pending.discard(current.value)
+                state.values[current.value] = dataclasses.replace(state.values[current.value], handed_on=True)
+            elif not isinstance(current, (cst.Lambda, cst.FunctionDef)):
+                stack.extend(current.children)
 
     def _expr_Call(self, node: cst.Call, state: NullnessState) -> Value:
         func = node.func
         callee = self._resolve(func, state)
-        if callee == "len" and len(node.args) == 1 and not node.args[0].star:
-            value = self._eval(node.args[0].value, state)
-            self._sink(node.args[0].value, value, "`len()`", node, state)
-            return FRESH
-        function_value = self._eval(func, state)
+        receiver: Value | None = None
+        if isinstance(func, cst.Attribute):
+            receiver = self._eval(func.value, state)
+            self._sink(func.value, receiver, f"attribute access `.{func.attr.value}`", func, state)
+            function_value = self._attribute_value(func, receiver, state)
+        else:
+            function_value = self._eval(func, state)
         if function_value.tracked:
             self._sink(func, function_value, "call", node, state)
         args = self._eval_call_parts(node, state)
+        self._call_sinks(node, callee, receiver, args, state)
+        special = self._special_call(node, callee, receiver, args, state)
+        if special is not None:
+            return special
+        return self._declared_call(node, callee, receiver)
+
+    def _call_sinks(
+        self, node: cst.Call, callee: str | None, receiver: Value | None, args: list[Value], state: NullnessState
+    ) -> None:
+        """Arguments that the callee iterates (KVC005): `set(x)`, `s.update(x)`, `",".join(x)`..."""
+        if isinstance(node.func, cst.Attribute):
+            name = node.func.attr.value
+            if name not in ITERATING_METHODS:
+                return
+            if receiver is not None and receiver.sentinel_part and name in MUTATING_METHODS:
+                pass
+            what = f"`.{name}()`"
+        elif callee in ITERATING_BUILTINS or matches(callee, ITERATING_FUNCTIONS):
+            what = f"`{self._code(node.func)}()`"
+        else:
+            return
+        for arg, value in zip(node.args, args):
+            if arg.keyword is None and not arg.star and (value.payload or (callee == "len" and value.tracked)):
+                self._sink(arg.value, value, what, arg.value, state)
+
+    def _special_call(
+        self, node: cst.Call, callee: str | None, receiver: Value | None, args: list[Value], state: NullnessState
+    ) -> Value | None:
+        """Calls whose meaning kvlint knows: constructions, copies, containers, getattr, mutation."""
         if matches(callee, (self.config.payload_class,)):
-            self._record(
-                SiteKind.PAYLOAD_CONSTRUCTION,
-                node,
-                state=state,
+            self._record(SiteKind.PAYLOAD_CONSTRUCTION, node, state=state)
+            known = frozenset(
+                arg.keyword.value for arg, value in zip(node.args, args)
+                if arg.keyword is not None and value.nullness is Nullness.NOT_NONE
             )
             return Value(
-                Nullness.NOT_NONE,
-                connector_output=True,
-                evidence=True,
-                origin=f"`{self._code(node)}`",
-                guard=f"constructed `{self.config.payload_class}(...)`",
+                Nullness.NOT_NONE, connector_output=True, evidence=True, origin=f"`{self._code(node)}`",
+                guard=f"constructed `{self.config.payload_class}(...)`", kv_source=True, known_fields=known,
             )
         if matches(callee, self.config.output_classes):
-            self._record_output_construction(node, state)
-            return FRESH
-        if matches(callee, ("copy.copy", "copy.deepcopy", "dataclasses.replace", "copy", "deepcopy", "replace")):
+            site = self._record_output_construction(node, state)
+            return Value(Nullness.NOT_NONE, cls=self._class_of(callee or ""), output_site=site)
+        if matches(callee, COPY_FUNCTIONS):
             if args and args[0].sentinel:
-                self._record(
-                    SiteKind.SENTINEL_USE,
-                    node,
-                    sentinel_use=SentinelUseKind.COPIED,
-                    operand=self._code(node.args[0].value),
-                    state=state,
-                )
+                self._record(SiteKind.SENTINEL_USE, node, sentinel_use=SentinelUseKind.COPIED,
+                             operand=self._code(node.args[0].value), state=state)
+                sets_field = any(a.keyword is not None and a.keyword.value in self.config.optional_fields
+                                 for a in node.args)
+                return Value(Nullness.NOT_NONE, empty_copy=not sets_field, origin=f"`{self._code(node)}`")
             return FRESH
-        if callee == "setattr" and args and args[0].sentinel:
+        if callee in ("setattr", "object.__setattr__", "object.__delattr__", "delattr") and args and args[0].sentinel:
             self._record_mutation(node, node.args[0].value, state)
+            return UNTRACKED
+        if isinstance(node.func, cst.Attribute) and receiver is not None:
+            name = node.func.attr.value
+            if receiver.sentinel_part and name in MUTATING_METHODS:
+                self._record_mutation(node, node.func.value, state)
+                return UNTRACKED
+            return self._container_method(node, name, receiver, args, state)
+        if callee == "getattr" and len(node.args) >= 2 and isinstance(node.args[1].value, cst.SimpleString):
+            field_name = node.args[1].value.evaluated_value
+            if isinstance(field_name, str) and field_name in self.config.optional_fields:
+                value = self._member_value(args[0], field_name, None, node, state)
+                if len(args) >= 3 and args[2].nullness is not Nullness.NONE:
+                    return join_values(value, args[2])
+                return value
+        return self._container_builtin(callee, args)
+
+    def _container_method(
+        self, node: cst.Call, name: str, receiver: Value, args: list[Value], state: NullnessState
+    ) -> Value | None:
+        none = Value(Nullness.NONE)
+        if name in ("get", "pop") and receiver.item is not None:
+            default_none = len(args) < 2 or args[1].nullness is Nullness.NONE
+            if name == "pop" and len(args) < 2:
+                return receiver.item
+            optional = join_values(receiver.item, none) if default_none else join_values(receiver.item, args[1])
+            return dataclasses.replace(optional, origin=optional.origin or f"`{self._code(node)}`")
+        if name == "values" and receiver.item is not None:
+            return Value(Nullness.NOT_NONE, element=receiver.item)
+        if name == "items" and receiver.item is not None:
+            return Value(Nullness.NOT_NONE, element=Value(Nullness.NOT_NONE, parts=(UNTRACKED, receiver.item)))
+        if name in ("append", "add", "extend", "insert") and receiver.local_container:
+            key = ref_key(node.func.value) if isinstance(node.func, cst.Attribute) else None
+            if key is not None and args:
+                added = args[-1].element if name == "extend" else args[-1]
+                if added is not None:
+                    element = join_values(receiver.element, added) if receiver.element else added
+                    state.values[key] = dataclasses.replace(receiver, element=element, item=element)
+        return None
+
+    def _container_builtin(self, callee: str | None, args: list[Value]) -> Value | None:
+        if callee in ("list", "tuple", "sorted", "reversed", "iter", "set", "frozenset") and args:
+            element = args[0].element
+            return Value(Nullness.NOT_NONE, element=element, item=element) if element is not None else None
+        if callee == "enumerate" and args and args[0].element is not None:
+            return Value(Nullness.NOT_NONE, element=Value(Nullness.NOT_NONE, parts=(FRESH, args[0].element)))
+        if callee == "zip" and args and any(a.element is not None for a in args):
+            parts = tuple(a.element or UNTRACKED for a in args)
+            return Value(Nullness.NOT_NONE, element=Value(Nullness.NOT_NONE, parts=parts))
+        if callee == "filter" and len(args) == 2 and args[0].nullness is Nullness.NONE and args[1].element:
+            kept = dataclasses.replace(args[1].element, nullness=Nullness.NOT_NONE, guard="`filter(None, ...)`")
+            return Value(Nullness.NOT_NONE, element=kept)
+        if callee == "next" and args and args[0].element is not None:
+            if len(args) >= 2:
+                return join_values(args[0].element, args[1])
+            return args[0].element
+        if matches(callee, ("itertools.chain",)) and args:
+            elements = [a.element for a in args if a.element is not None]
+            if elements and len(elements) == len(args):
+                joined = elements[0]
+                for element in elements[1:]:
+                    joined = join_values(joined, element)
+                return Value(Nullness.NOT_NONE, element=joined)
+        return None
+
+    def _declared_call(self, node: cst.Call, callee: str | None, receiver: Value | None) -> Value:
+        """The value of a call from the callee's declaration; the name-based index when the receiver is unknown."""
+        decl = None
+        if isinstance(node.func, cst.Attribute) and receiver is not None and receiver.cls:
+            decl = self.index.method(receiver.cls, node.func.attr.value)
+        elif callee is not None:
+            decl = self.index.function(callee, self.module_name)
+            constructed = self.index.class_named(callee, self.module_name) if decl is None else None
+            if constructed is not None:
+                return Value(Nullness.NOT_NONE, cls=constructed.qualname)
+        if self.index.never_returns(callee, self.module_name) or (decl is not None and decl.never_returns):
+            return Value(Nullness.UNKNOWN, never_returns=True)
+        origin = f"`{self._code(node.func)}()`, declared `-> {self.config.payload_class} | None`"
+        if decl is not None:
+            return self._typed_value(decl.returns, origin) or UNTRACKED
         if callee is not None and self.index.returns_optional(callee, self.module_name):
-            return Value(
-                Nullness.MAYBE_NONE,
-                connector_output=True,
-                evidence=True,
-                origin=f"`{self._code(func)}()`, declared `-> {self.config.payload_class} | None`",
-            )
+            return Value(Nullness.MAYBE_NONE, connector_output=True, evidence=True, origin=origin, kv_source=True)
         return UNTRACKED
 
     def _expr_BinaryOperation(self, node: cst.BinaryOperation, state: NullnessState) -> Value:
@@ -280,10 +525,18 @@ class Expressions:
 
     def _expr_Lambda(self, node: cst.Lambda, state: NullnessState) -> Value:
         if self.recording:
-            self.pending.append(
-                (node, ScopeContext(f"{self.scope.qualname}.<lambda>", self.scope.class_optional_attributes))
-            )
+            self.pending.append((node, self._nested_scope(f"{self.scope.qualname}.<lambda>", state)))
         return FRESH
+
+    def _nested_scope(self, qualname: str, state: NullnessState, producer: bool = False) -> ScopeContext:
+        """A nested function sees the enclosing scope's maybe-None KV values as maybe None: it may run later."""
+        captured = tuple(
+            (key, dataclasses.replace(value, nullness=Nullness.MAYBE_NONE, guard="", handed_on=True))
+            for key, value in sorted(state.values.items(), key=lambda item: item[0])
+            if "." not in key and "[" not in key and value.connector_output
+            and value.nullness in (Nullness.MAYBE_NONE, Nullness.NONE)
+        )
+        return dataclasses.replace(self.scope, qualname=qualname, captured=captured, producer=producer)
 
     def _comprehension(
         self, node: cst.BaseComp | cst.DictComp, state: NullnessState, results: Sequence[cst.BaseExpression]
@@ -293,13 +546,15 @@ class Expressions:
         while comp is not None:
             iterable = self._eval(comp.iter, inner)
             self._sink(comp.iter, iterable, "iteration", comp.iter, inner)
-            self._assign(comp.target, UNTRACKED, inner, None)
+            self._assign(comp.target, iterable.element or UNTRACKED, inner, None)
             for condition in comp.ifs:
                 inner, _ = self._narrow(condition.test, inner, "comprehension condition")
             comp = comp.inner_for_in
-        for result in results:
-            self._eval(result, inner)
-        return FRESH
+        values = [self._eval(result, inner) for result in results]
+        element = dataclasses.replace(values[-1], kv_source=False) if values[-1].tracked else None
+        if isinstance(node, cst.DictComp):
+            return Value(Nullness.NOT_NONE, item=element, local_container=True)
+        return Value(Nullness.NOT_NONE, element=element, item=element, local_container=True)
 
     def _expr_ListComp(self, node: cst.ListComp, state: NullnessState) -> Value:
         return self._comprehension(node, state, [node.elt])
@@ -311,22 +566,47 @@ class Expressions:
         return self._comprehension(node, state, [node.key, node.value])
 
     def _elements(self, node: cst.Tuple | cst.List | cst.Set, state: NullnessState) -> Value:
+        values = []
+        starred = False
         for element in node.elements:
             value = self._eval(element.value, state)
             if isinstance(element, cst.StarredElement):
+                starred = True
                 self._sink(element.value, value, "`*` unpacking", element.value, state)
-        return FRESH
+            values.append(value)
+        if isinstance(node, cst.Tuple) and not starred:
+            return Value(Nullness.NOT_NONE, parts=tuple(values))
+        tracked = [dataclasses.replace(v, kv_source=False) for v in values if v.tracked]
+        element = tracked[0] if tracked else None
+        for value in tracked[1:]:
+            element = join_values(element, value)  # type: ignore[arg-type]
+        if starred and element is not None:
+            return FRESH  # what the unpacked part adds is unknown
+        return Value(Nullness.NOT_NONE, element=element, item=element, local_container=True)
 
     _expr_Tuple = _elements
     _expr_List = _elements
     _expr_Set = _elements
 
     def _expr_Dict(self, node: cst.Dict, state: NullnessState) -> Value:
+        item: Value | None = None
+        unknown = False
         for element in node.elements:
             if isinstance(element, cst.DictElement):
                 self._eval(element.key, state)
-                self._eval(element.value, state)
+                value = self._eval(element.value, state)
+                if value.tracked:
+                    value = dataclasses.replace(value, kv_source=False)
+                    item = join_values(item, value) if item is not None else value
             else:
+                unknown = True
                 value = self._eval(element.value, state)
                 self._sink(element.value, value, "`**` unpacking", element.value, state)
-        return FRESH
+        return Value(Nullness.NOT_NONE, item=None if unknown else item, local_container=not unknown)
+
+    def _expr_Yield(self, node: cst.Yield, state: NullnessState) -> Value:
+        if node.value is not None:
+            inner = node.value.item if isinstance(node.value, cst.From) else node.value
+            self._eval(inner, state)
+            self._hand_on([inner], state)
+        return UNTRACKED

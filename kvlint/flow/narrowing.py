@@ -94,8 +94,46 @@ class Narrowing:
         key = ref_key(node)
         true_state, false_state = state, state.copy()
         if key is not None:
+            held = state.values.get(key)
+            if held is not None and held.condition is not None and self._apply_condition(
+                held.condition, true_state, false_state
+            ):
+                return true_state, false_state
             self._set_nullness(key, Nullness.NOT_NONE, true_state, f"truthiness check (`{how}`)")
+            value = false_state.values.get(key) or self._default_for_key(key)
+            if value is not None and (value.payload or value.connector_output):
+                false_state.values[key] = dataclasses.replace(value, empty=True)  # falsy: None or empty
         return true_state, false_state
+
+    def _condition_of(self, test: cst.BaseExpression, state: NullnessState) -> tuple[object, ...] | None:
+        """What a boolean assigned from `test` remembers: `use_kv = has_kv_transfer_group()`, `ok = x is not None`."""
+        if isinstance(test, cst.Call) and matches(self._resolve(test.func, state), self.config.connector_guards):
+            callee = self._resolve(test.func, state) or "?"
+            return ("path", f"`{callee.rpartition('.')[2]}()` is true here")
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            comparison = test.comparisons[0]
+            if isinstance(comparison.operator, (cst.Is, cst.IsNot)) and is_none_literal(comparison.comparator):
+                key = ref_key(test.left)
+                held = state.values.get(key) if key else None
+                if key is not None and held is not None and held.tracked:
+                    return ("not-none" if isinstance(comparison.operator, cst.IsNot) else "none", key, held)
+        return None
+
+    def _apply_condition(
+        self, condition: tuple[object, ...], true_state: NullnessState, false_state: NullnessState
+    ) -> bool:
+        """Narrow by a remembered guard; False when the value it spoke of has changed since."""
+        if condition[0] == "path":
+            true_state.path, true_state.path_reason = PathFact.ON, str(condition[1])
+            false_state.path, false_state.path_reason = PathFact.OFF, ""
+            return True
+        kind, key, held = condition
+        if true_state.values.get(str(key)) != held:
+            return False
+        positive, negative = (true_state, false_state) if kind == "not-none" else (false_state, true_state)
+        self._set_nullness(str(key), Nullness.NOT_NONE, positive, "`is not None` check (held in a variable)")
+        self._set_nullness(str(key), Nullness.NONE, negative, "")
+        return True
 
     def _narrow_none_comparison(
         self, test: cst.Comparison, state: NullnessState
@@ -139,6 +177,16 @@ class Narrowing:
             true_state, false_state = state, state.copy()
             true_state.path, true_state.path_reason = PathFact.ON, f"`{name}()` is true here"
             false_state.path, false_state.path_reason = PathFact.OFF, ""
+            return true_state, false_state
+        if isinstance(test.func, cst.Attribute) and test.func.attr.value == "is_empty" and not test.args:
+            key = ref_key(test.func.value)
+            self._eval(test, state)
+            true_state, false_state = state, state.copy()
+            if key is not None:
+                value = self._lookup(key, state)
+                if value.connector_output:
+                    true_state.values[key] = dataclasses.replace(value, nullness=Nullness.NOT_NONE, empty=True)
+                    false_state.values[key] = dataclasses.replace(value, nullness=Nullness.NOT_NONE)
             return true_state, false_state
         if callee in ("isinstance", "bool") and test.args and not test.args[0].star:
             self._eval(test, state)

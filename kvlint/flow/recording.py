@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from kvlint.flow.state import (
+    Nullness,
     NullnessState,
     Value,
 )
@@ -24,17 +25,21 @@ class Recording:
         text = " ".join(self.module.code_for_node(node).split())
         return text if len(text) <= 80 else text[:77] + "..."
 
-    def _record(self, kind: SiteKind, node: cst.CSTNode, state: NullnessState | None = None, **facts: object) -> None:
-        """Record a site; with `state`, its connector-path facts are taken from there."""
+    def _record(
+        self, kind: SiteKind, node: cst.CSTNode, state: NullnessState | None = None, **facts: object
+    ) -> tuple[object, ...] | None:
+        """Record a site and return its key; with `state`, its connector-path facts are taken from there."""
         if not self.recording:
-            return
+            return None
         if state is not None:
             reason = state.connector_path_reason()
             facts.update(on_connector_path=bool(reason), path_reason=reason)
         span = self._span(node)
         facts.setdefault("expression", self._code(node))
         site = Site(kind=kind, span=span, function=self.scope.qualname, **facts)  # type: ignore[arg-type]
-        self.sites[(kind, span, site.sink, site.sentinel_use)] = site
+        key = (kind, span, site.sink, site.sentinel_use)
+        self.sites[key] = site
+        return key
 
     def _sink(
         self, operand: cst.BaseExpression, value: Value, sink: str, at: cst.CSTNode, state: NullnessState
@@ -46,8 +51,9 @@ class Recording:
             SiteKind.DEREFERENCE,
             at,
             operand=self._code(operand),
-            may_be_none=value.may_be_none,
-            guard=value.guard,
+            may_be_none=value.may_be_none and not self.shielded,
+            definitely_none=value.nullness is Nullness.NONE and not self.shielded,
+            guard=f"caught by {self.shielded}" if self.shielded and value.may_be_none else value.guard,
             origin=value.origin,
             deref_target=DerefTarget.PAYLOAD_FIELD if value.payload else DerefTarget.CONNECTOR_OUTPUT,
             sink=sink,
@@ -63,9 +69,18 @@ class Recording:
             state=state,
         )
 
-    def _record_output_construction(self, node: cst.Call, state: NullnessState) -> None:
+    def _record_output_construction(self, node: cst.Call, state: NullnessState) -> tuple[object, ...] | None:
+        """Record `ModelRunnerOutput(...)`; return its site key when it is built without a connector output."""
         carries: bool | None = False
         argument = ""
+        positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
+        if positional:
+            carried = self._positional_field(node, positional)
+            if carried is None:
+                carries = None  # cannot tell which field the positions fill
+            elif carried is not False:
+                argument = self._code(carried)
+                carries = not is_none_literal(carried)
         for arg in node.args:
             if arg.star:
                 carries = None
@@ -73,10 +88,24 @@ class Recording:
                 argument = self._code(arg.value)
                 carries = not is_none_literal(arg.value)
                 break
-        self._record(
+        key = self._record(
             SiteKind.OUTPUT_CONSTRUCTION,
             node,
             state=state,
             carries_connector_output=carries,
             connector_output_argument=argument,
         )
+        return key if carries is False else None
+
+    def _positional_field(self, node: cst.Call, positional: list[cst.Arg]) -> cst.BaseExpression | bool | None:
+        """The argument a positional call passes for the connector output: False when the positions stop
+        before it, None when the class's field order is not known (a class outside the tree)."""
+        callee = self._resolve(node.func, NullnessState()) or ""
+        decl = self.index.class_named(callee, self.module_name)
+        fields = self.index.fields(decl.qualname) if decl is not None else None
+        if fields is None:
+            return None
+        for number, name in enumerate(fields):
+            if name in self.config.optional_fields:
+                return positional[number].value if number < len(positional) else False
+        return False

@@ -35,6 +35,20 @@ class Value:
     sentinel: bool = False  # may be the shared empty sentinel itself
     origin: str = ""  # where a maybe-None value came from
     guard: str = ""  # how it was proven non-None
+    cls: str = ""  # the declared class of the value when it is not None ("" unknown)
+    element: Value | None = None  # what iterating it yields (a container), None unknown
+    item: Value | None = None  # what indexing it yields (a list's element, a dict's value)
+    parts: tuple[Value, ...] | None = None  # a tuple's members, for unpacking
+    local_container: bool = False  # a list or dict built here: `append` and `d[k] = v` grow it
+    kv_source: bool = False  # bound from a KV source: a producer must hand it on (KVC006)
+    handed_on: bool = False  # attached, stored, passed to a call or yielded since it was bound
+    empty: bool = False  # a connector output known to be empty (`is_empty()`, every payload set falsy)
+    known_fields: frozenset[str] = frozenset()  # payload fields constructed with a non-None value
+    sentinel_part: bool = False  # a member of the shared sentinel (mutating it is KVC004)
+    empty_copy: bool = False  # a copy of the sentinel whose connector output was never set
+    output_site: tuple[object, ...] | None = None  # an output built without its connector output: its site key
+    never_returns: bool = False  # the value of a call that does not return
+    condition: tuple[object, ...] | None = None  # a bool holding a guard: ("path",) or ("not-none", key, value)
 
     @property
     def tracked(self) -> bool:
@@ -47,6 +61,13 @@ class Value:
 
 UNTRACKED = Value(Nullness.UNKNOWN)
 FRESH = Value(Nullness.NOT_NONE)  # a new object we know nothing else about
+
+
+def _join_optional(a: Value | None, b: Value | None) -> Value | None:
+    """Join two element values; an unknown one (None) adds nothing."""
+    if a is None or b is None:
+        return a or b
+    return join_values(a, b)
 
 
 def join_nullness(a: Nullness, b: Nullness) -> Nullness:
@@ -73,6 +94,23 @@ def join_values(a: Value, b: Value) -> Value:
         sentinel=a.sentinel or b.sentinel,
         origin=min(filter(None, (a.origin, b.origin)), default=""),
         guard=a.guard if a.guard == b.guard else ("several guards" if a.guard and b.guard else ""),
+        cls=a.cls if a.cls == b.cls else (a.cls or b.cls if Nullness.NONE in (a.nullness, b.nullness) else ""),
+        element=_join_optional(a.element, b.element),
+        item=_join_optional(a.item, b.item),
+        parts=(
+            tuple(join_values(x, y) for x, y in zip(a.parts, b.parts))
+            if a.parts is not None and b.parts is not None and len(a.parts) == len(b.parts) else None
+        ),
+        local_container=a.local_container and b.local_container,
+        kv_source=a.kv_source or b.kv_source,
+        handed_on=a.handed_on or b.handed_on,  # handed on along one path: silence (precision first)
+        empty=a.empty and b.empty,
+        known_fields=a.known_fields & b.known_fields,
+        sentinel_part=a.sentinel_part or b.sentinel_part,
+        empty_copy=a.empty_copy and b.empty_copy,
+        output_site=a.output_site if a.output_site == b.output_site else None,
+        never_returns=a.never_returns and b.never_returns,
+        condition=a.condition if a.condition == b.condition else None,
     )
 
 
@@ -119,3 +157,7 @@ class ScopeContext:
 
     qualname: str
     class_optional_attributes: frozenset[str] = frozenset()
+    class_name: str = ""  # the enclosing class's qualified name (module.Class), for `self`
+    captured: tuple[tuple[str, Value], ...] = ()  # maybe-None names a closure reads from its enclosing scope
+    producer: bool = False  # the function returns an output (KVC006 applies)
+    in_class_body: bool = False  # the scope is a class body: its functions are methods

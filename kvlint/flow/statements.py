@@ -9,6 +9,8 @@ import libcst as cst
 
 from kvlint.annotations import AnnotationKind
 from kvlint.flow.state import (
+    FRESH,
+    join_values,
     UNTRACKED,
     LoopFrame,
     Nullness,
@@ -19,6 +21,7 @@ from kvlint.flow.state import (
     unreachable,
 )
 from kvlint.flow.syntax import (
+    dotted_name,
     _is_false_literal,
     _is_none_pattern,
     _is_true_literal,
@@ -28,6 +31,8 @@ from kvlint.flow.syntax import (
 from kvlint.names import matches
 from kvlint.sites import SentinelUseKind, SiteKind
 
+NONE_ERRORS = ("AttributeError", "TypeError", "Exception", "BaseException")  # what `None.x` / `None[0]` raise
+SUPPRESSORS = ("contextlib.suppress",)
 MAX_LOOP_ITERATIONS = 4  # loops converge in two passes on real code; this bounds odd ones
 MAX_FIXPOINT_DEPTH = 5  # deeper loop nests get a single pass from the widened head
 
@@ -39,6 +44,8 @@ class Statements:
         prefix_dot, prefix_index = key + ".", key + "["
         for existing in [k for k in state.values if k.startswith(prefix_dot) or k.startswith(prefix_index)]:
             del state.values[existing]
+        for existing in [k for k in self.declared_defaults if k.startswith(prefix_dot) or k.startswith(prefix_index)]:
+            del self.declared_defaults[existing]  # the receiver changed: its members' declarations may differ
         state.values[key] = value
 
     def _invalidate(self, key: str, state: NullnessState) -> None:
@@ -75,6 +82,7 @@ class Statements:
             if receiver.sentinel:
                 self._record_mutation(target, target.value, state)
             if target.attr.value in self.config.optional_fields:
+                self._attach(target.value, receiver, value, state)
                 self._record(
                     SiteKind.OPTIONAL_WRITE,
                     target,
@@ -92,20 +100,42 @@ class Statements:
         elif isinstance(target, cst.Subscript):
             receiver = self._eval(target.value, state)
             self._sink(target.value, receiver, "subscript assignment", target, state)
+            if receiver.sentinel or receiver.sentinel_part:
+                self._record_mutation(target, target.value, state)
             self._eval_slices(target, state)
+            receiver_key = ref_key(target.value)
+            if receiver.local_container and receiver_key is not None and value.tracked:
+                item = join_values(receiver.item, value) if receiver.item is not None else value
+                state.values[receiver_key] = dataclasses.replace(receiver, item=item)
             key = ref_key(target)
             if key is not None:
                 self._invalidate(key, state)
         elif isinstance(target, (cst.Tuple, cst.List)):
             if value_node is not None and isinstance(value_node, cst.BaseExpression):
                 self._sink(value_node, value, "unpacking", value_node, state)
-            for element in target.elements:
+            elements = target.elements
+            starred = any(isinstance(e, cst.StarredElement) for e in elements)
+            parts = value.parts if value.parts is not None and len(value.parts) == len(elements) else None
+            for number, element in enumerate(elements):
                 inner = element.value
-                self._assign(inner, UNTRACKED, state, None)
+                if parts is not None and not starred:
+                    self._assign(inner, parts[number], state, None)
+                else:
+                    self._assign(inner, UNTRACKED, state, None)
         elif isinstance(target, cst.StarredElement):
             self._assign(target.value, UNTRACKED, state, None)
         else:
             self._eval(target, state)
+
+    def _attach(self, node: cst.BaseExpression, receiver: Value, value: Value, state: NullnessState) -> None:
+        """`out.kv_connector_output = v`: an output built without it, or a copy of the sentinel, now has it."""
+        if value.nullness is Nullness.NONE:
+            return
+        if receiver.output_site is not None:
+            self.attached_outputs.add(receiver.output_site)
+        key = ref_key(node)
+        if key is not None and (receiver.output_site is not None or receiver.empty_copy):
+            state.values[key] = dataclasses.replace(receiver, output_site=None, empty_copy=False)
 
     @staticmethod
     def _suite(body: cst.BaseSuite) -> Sequence[cst.CSTNode]:
@@ -134,17 +164,42 @@ class Statements:
         return state
 
     def _stmt_Expr(self, node: cst.Expr, state: NullnessState) -> NullnessState:
-        self._eval(node.value, state)
-        return state
+        value = self._eval(node.value, state)
+        return unreachable() if value.never_returns else state
 
     def _stmt_Assign(self, node: cst.Assign, state: NullnessState) -> NullnessState:
         value = self._eval(node.value, state)
-        for target in node.targets:
-            self._assign(target.target, value, state, node.value)
+        targets = [target.target for target in node.targets]
+        if any(self._stores(target) for target in targets):
+            self._hand_on([node.value], state)
+        if len(targets) == 1 and isinstance(targets[0], cst.Name):
+            condition = self._condition_of(node.value, state)
+            if condition is not None:
+                value = dataclasses.replace(FRESH, condition=condition)
+        for target in targets:
+            self._assign(target, value, state, node.value)
         return state
 
+    @staticmethod
+    def _stores(target: cst.BaseExpression) -> bool:
+        """An assignment to this target keeps the value somewhere that outlives the function."""
+        if isinstance(target, (cst.Attribute, cst.Subscript)):
+            return True
+        if isinstance(target, (cst.Tuple, cst.List)):
+            return any(Statements._stores(element.value) for element in target.elements)
+        return False
+
     def _stmt_AnnAssign(self, node: cst.AnnAssign, state: NullnessState) -> NullnessState:
+        if node.value is not None and self._stores(node.target):
+            self._hand_on([node.value], state)  # names only: evaluation order does not matter here
         kind = self._classify(node.annotation.annotation)
+        if kind is None and node.value is not None and isinstance(node.target, cst.Name):
+            declared = self._annotation_value(node.annotation.annotation, f"`{node.target.value}`")
+            value = self._eval(node.value, state)
+            if declared is not None and value.nullness is Nullness.UNKNOWN and not value.tracked:
+                value = dataclasses.replace(declared, kv_source=False)
+            self._assign(node.target, value, state, node.value)
+            return state
         if node.value is None:
             if kind is AnnotationKind.OPTIONAL_PAYLOAD and isinstance(node.target, cst.Name):
                 self._bind(
@@ -189,6 +244,8 @@ class Statements:
         if key is not None:
             kept = dataclasses.replace(target_value, nullness=Nullness.NOT_NONE) if target_value.tracked else UNTRACKED
             self._bind(key, kept, state)
+        if self._stores(node.target):
+            self._hand_on([node.value], state)
         return state
 
     def _stmt_Del(self, node: cst.Del, state: NullnessState) -> NullnessState:
@@ -209,9 +266,11 @@ class Statements:
         return state
 
     def _stmt_Return(self, node: cst.Return, state: NullnessState) -> NullnessState:
+        value = Value(Nullness.NONE)
         if node.value is not None:
             value = self._eval(node.value, state)
-            if value.sentinel:
+            self._hand_on([node.value], state)
+            if value.sentinel or value.empty_copy:
                 self._record(
                     SiteKind.SENTINEL_USE,
                     node,
@@ -219,7 +278,46 @@ class Statements:
                     operand=self._code(node.value),
                     state=state,
                 )
+        if self.scope.producer:
+            self._check_dropped(node, value, state)
         return unreachable()
+
+    def _check_dropped(self, node: cst.Return, value: Value, state: NullnessState) -> None:
+        """KVC006: a producer returns None, the sentinel, a bare copy or an output without the KV value it holds."""
+        bare_output = value.output_site is not None and value.output_site not in self.attached_outputs
+        if not (value.nullness is Nullness.NONE or value.sentinel or value.empty_copy or bare_output):
+            return
+        on_path = bool(state.connector_path_reason())
+        if on_path and (value.sentinel or value.empty_copy):
+            return  # KVC002 reports this return
+        if on_path and bare_output:
+            return  # KVC003 reports the construction
+        dropped = sorted(
+            (key, held) for key, held in state.values.items()
+            if "." not in key and "[" not in key and held.kv_source and held.connector_output
+            and not held.handed_on and held.nullness in (Nullness.MAYBE_NONE, Nullness.NOT_NONE)
+            and not self._known_empty(key, held, state)
+        )
+        if not dropped:
+            return
+        key, held = dropped[0]
+        self._record(
+            SiteKind.KV_DROPPED,
+            node,
+            operand=key,
+            origin=held.origin,
+            expression=f"return {self._code(node.value)}" if node.value is not None else "return",
+            state=state,
+        )
+
+    def _known_empty(self, key: str, value: Value, state: NullnessState) -> bool:
+        """The flow shows this connector output carries nothing: `is_empty()`, or every payload set falsy."""
+        if value.empty:
+            return True
+        fields = self.config.payload_optional_fields
+        return bool(fields) and all(
+            (field := state.values.get(f"{key}.{name}")) is not None and field.empty for name in fields
+        )
 
     def _stmt_Raise(self, node: cst.Raise, state: NullnessState) -> NullnessState:
         if node.exc is not None:
@@ -288,7 +386,7 @@ class Statements:
         def body(head: NullnessState) -> tuple[NullnessState, NullnessState]:
             exhausted = head.copy()
             inner = head.copy()
-            self._assign(node.target, UNTRACKED, inner, None)
+            self._assign(node.target, iterable.element or UNTRACKED, inner, None)
             return self._block(self._suite(node.body), inner), exhausted
 
         return self._loop(state, body, node.orelse)
@@ -327,11 +425,16 @@ class Statements:
     def _stmt_Try(self, node: cst.Try | cst.TryStar, state: NullnessState) -> NullnessState:
         seen: list[NullnessState] = [state.copy()]
         current = state
-        for statement in self._suite(node.body):
-            if not current.reachable:
-                break
-            current = self._statement(statement, current)
-            seen.append(current.copy())
+        shielded = self.shielded
+        self.shielded = shielded or self._catches_none_errors(node.handlers)
+        try:
+            for statement in self._suite(node.body):
+                if not current.reachable:
+                    break
+                current = self._statement(statement, current)
+                seen.append(current.copy())
+        finally:
+            self.shielded = shielded
         handler_entry = self.join_all(seen)
         outcomes: list[NullnessState] = []
         normal = current
@@ -356,12 +459,32 @@ class Statements:
 
     _stmt_TryStar = _stmt_Try
 
+    def _catches_none_errors(self, handlers: Sequence[cst.ExceptHandler | cst.ExceptStarHandler]) -> str:
+        """The handler that catches what dereferencing None raises (AttributeError, TypeError or a base)."""
+        for handler in handlers:
+            if handler.type is None:
+                return "`except:`"
+            types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
+            for element in types:
+                caught = element.value if isinstance(element, cst.BaseElement) else element
+                if matches(self.imports.resolve_dotted(dotted_name(caught) or ""), NONE_ERRORS):
+                    return f"`except {self._code(caught)}`"
+        return ""
+
     def _stmt_With(self, node: cst.With, state: NullnessState) -> NullnessState:
+        shielded = self.shielded
         for item in node.items:
             value = self._with_item_value(item.item, state)
             if item.asname is not None:
                 self._assign(item.asname.name, value, state, None)
-        return self._block(self._suite(node.body), state)
+            if isinstance(item.item, cst.Call) and matches(self._resolve(item.item.func, state), SUPPRESSORS):
+                if any(matches(self.imports.resolve_dotted(dotted_name(a.value) or ""), NONE_ERRORS)
+                       for a in item.item.args):
+                    self.shielded = shielded or f"`{self._code(item.item)}`"
+        try:
+            return self._block(self._suite(node.body), state)
+        finally:
+            self.shielded = shielded
 
     def _with_item_value(self, expr: cst.BaseExpression, state: NullnessState) -> Value:
         if isinstance(expr, cst.Call):
@@ -378,10 +501,14 @@ class Statements:
                     evidence=True,
                     origin=f"`{self._code(expr)}`",
                     guard="connector context",
+                    kv_source=True,
                 )
             if matches(callee, self.config.optional_contexts):
                 self._eval_call_parts(expr, state)
-                return Value(Nullness.MAYBE_NONE, connector_output=True, evidence=True, origin=f"`{self._code(expr)}`")
+                return Value(
+                    Nullness.MAYBE_NONE, connector_output=True, evidence=True, origin=f"`{self._code(expr)}`",
+                    kv_source=True,
+                )
         value = self._eval(expr, state)
         self._sink(expr, value, "`with`", expr, state)
         return UNTRACKED
@@ -401,6 +528,7 @@ class Statements:
                     self._set_nullness(subject, Nullness.NOT_NONE, state, "`case None` handled earlier")
             for name in _pattern_names(case.pattern):
                 self._invalidate(name, case_state)
+            self._bind_pattern(case.pattern, case_state)
             if case.guard is not None:
                 case_state, _ = self._narrow(case.guard, case_state, "case guard")
             elif isinstance(case.pattern, cst.MatchAs) and case.pattern.pattern is None:
@@ -410,18 +538,47 @@ class Statements:
             outcomes.append(state)
         return self.join_all(outcomes)
 
+    def _bind_pattern(self, pattern: cst.MatchPattern, state: NullnessState) -> None:
+        """`case Output(kv_connector_output=kvo)` reads the field; `case KVConnectorOutput() as k` narrows `k`."""
+        captured = pattern.name if isinstance(pattern, cst.MatchAs) else None
+        if isinstance(pattern, cst.MatchAs) and captured is not None and isinstance(pattern.pattern, cst.MatchClass):
+            callee = self.imports.resolve_dotted(dotted_name(pattern.pattern.cls) or "")
+            if matches(callee, (self.config.payload_class,)):
+                state.values[pattern.name.value] = Value(
+                    Nullness.NOT_NONE, connector_output=True, guard="class pattern in `match`"
+                )
+            pattern = pattern.pattern
+        if not isinstance(pattern, cst.MatchClass):
+            return
+        class_name = self.imports.resolve_dotted(dotted_name(pattern.cls) or "")
+        receiver = Value(Nullness.NOT_NONE, cls=self._class_of(class_name))
+        for keyword in pattern.kwds:
+            inner = keyword.pattern
+            if (keyword.key.value in self.config.optional_fields and isinstance(inner, cst.MatchAs)
+                    and inner.pattern is None and inner.name is not None):
+                declared = self._declared_attribute(receiver, keyword.key.value, f"`{inner.name.value}`")
+                state.values[inner.name.value] = declared or self._field_source(
+                    f"the `{keyword.key.value}=` pattern"
+                )
+
     def _stmt_FunctionDef(self, node: cst.FunctionDef, state: NullnessState) -> NullnessState:
         for decorator in node.decorators:
             self._eval(decorator.decorator, state)
         qualname = node.name.value if self.scope.qualname == "<module>" else f"{self.scope.qualname}.{node.name.value}"
         if self.recording:
-            self.pending.append((node, ScopeContext(qualname, self.scope.class_optional_attributes)))
+            scope = self._nested_scope(qualname, state)
+            if not self.scope.in_class_body:
+                scope = dataclasses.replace(scope, class_name="")  # a function nested in a method has no `self`
+            self.pending.append((node, dataclasses.replace(scope, in_class_body=False)))
         self._forget(node.name.value, state)
         return state
 
     def _stmt_ClassDef(self, node: cst.ClassDef, state: NullnessState) -> NullnessState:
         qualname = node.name.value if self.scope.qualname == "<module>" else f"{self.scope.qualname}.{node.name.value}"
         if self.recording:
-            self.pending.append((node, ScopeContext(qualname, self.optional_attributes)))
+            class_name = f"{self.module_name}.{qualname}" if self.module_name else qualname
+            self.pending.append((node, ScopeContext(
+                qualname, self.optional_attributes, class_name=class_name, in_class_body=True
+            )))
         self._forget(node.name.value, state)
         return state

@@ -55,6 +55,7 @@ def _load() -> dict[str, Rule]:
         kvc003_output_without_connector_output,
         kvc004_shared_sentinel_mutation,
         kvc005_unguarded_optional_set,
+        kvc006_kv_output_dropped,
         kvc9xx_file_diagnostics,
     )
 
@@ -64,6 +65,7 @@ def _load() -> dict[str, Rule]:
         kvc003_output_without_connector_output.RULE,
         kvc004_shared_sentinel_mutation.RULE,
         kvc005_unguarded_optional_set.RULE,
+        kvc006_kv_output_dropped.RULE,
         *kvc9xx_file_diagnostics.RULES,
     ]
     return {rule.code: rule for rule in rules}
