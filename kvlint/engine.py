@@ -351,6 +351,7 @@ def _relevance(config: Config, extra_names: tuple[str, ...], extra_output_classe
             *config.connector_contexts,
             *config.optional_contexts,
             *config.connector_functions,
+            *config.payload_optional_fields,  # a unit that only reads a payload set may still misuse it (KVC005)
             *extra_names,
         )
         if name

@@ -33,6 +33,13 @@ def returns_optional_payload(decl: FunctionDecl, payload_classes: tuple[str, ...
     return returns.optional and matches(returns.name, payload_classes)
 
 
+def _holds(type_: TypeRef, payload: tuple[str, ...]) -> bool:
+    """The type is the payload class, or a container of it."""
+    while type_.kind in ("list", "dict") and type_.element is not None:
+        type_ = type_.element
+    return type_.kind == "class" and matches(type_.name, payload)
+
+
 class TreeIndex:
     """Answers what the tree declares: return types, class members, globals, functions that never return."""
 
@@ -60,14 +67,15 @@ class TreeIndex:
         optional_names = {d.name for d in functions if returns_optional_payload(d, payload)}
         plain_names = {d.name for d in functions if not returns_optional_payload(d, payload)} | set(other_definitions)
         self.optional_method_names = frozenset(optional_names - plain_names)
-        self.optional_members = frozenset(
-            name for decl in self.classes.values() for name, type_ in decl.members
-            if type_.kind == "class" and type_.optional and matches(type_.name, payload)
+        self.payload_names = frozenset(
+            [name for decl in self.classes.values() for name, type_ in decl.members if _holds(type_, payload)]
+            + [d.name for d in functions if d.returns is not None and _holds(d.returns, payload)]
+            + [q.rpartition(".")[2] for q, type_ in self.globals.items() if _holds(type_, payload)]
         )
 
     def candidate_names(self) -> frozenset[str]:
-        """Names whose mention makes a file worth analysing (they may be called or read)."""
-        return frozenset(q.rpartition(".")[2] for q in self.optional_qualnames) | self.optional_members
+        """Names whose mention makes a file worth analysing: what is declared to hold or return the payload."""
+        return frozenset(q.rpartition(".")[2] for q in self.optional_qualnames) | self.payload_names
 
     def key(self) -> list[object]:
         """Everything a file's report may depend on, for the result cache's key."""

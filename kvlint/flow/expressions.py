@@ -287,7 +287,10 @@ class Expressions:
 
     def _hand_on(self, expressions: Sequence[cst.CSTNode], state: NullnessState) -> None:
         """The KV values named in these expressions are passed on, stored or attached (KVC006)."""
-        pending = {k for k, v in state.values.items() if v.kv_source and not v.handed_on and "." not in k}
+        pending = {
+            k for k, v in state.values.items()
+            if "." not in k and ((v.kv_source and not v.handed_on) or v.output_site is not None)
+        }
         if not pending:
             return
         stack = list(expressions)
@@ -295,7 +298,10 @@ class Expressions:
             current = stack.pop()
             if isinstance(current, cst.Name) and current.value in pending:
                 pending.discard(current.value)
-                state.values[current.value] = dataclasses.replace(state.values[current.value], handed_on=True)
+                # an output that escapes before its connector output is set stays without it (KVC003)
+                state.values[current.value] = dataclasses.replace(
+                    state.values[current.value], handed_on=True, output_site=None
+                )
             elif not isinstance(current, (cst.Lambda, cst.FunctionDef)):
                 stack.extend(current.children)
 
@@ -322,15 +328,10 @@ class Expressions:
         self, node: cst.Call, callee: str | None, receiver: Value | None, args: list[Value], state: NullnessState
     ) -> None:
         """Arguments that the callee iterates (KVC005): `set(x)`, `s.update(x)`, `",".join(x)`..."""
-        if isinstance(node.func, cst.Attribute):
-            name = node.func.attr.value
-            if name not in ITERATING_METHODS:
-                return
-            if receiver is not None and receiver.sentinel_part and name in MUTATING_METHODS:
-                pass
-            what = f"`.{name}()`"
-        elif callee in ITERATING_BUILTINS or matches(callee, ITERATING_FUNCTIONS):
+        if callee in ITERATING_BUILTINS or callee in ITERATING_FUNCTIONS:
             what = f"`{self._code(node.func)}()`"
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value in ITERATING_METHODS:
+            what = f"`.{node.func.attr.value}()`"
         else:
             return
         for arg, value in zip(node.args, args):
@@ -345,7 +346,7 @@ class Expressions:
             self._record(SiteKind.PAYLOAD_CONSTRUCTION, node, state=state)
             known = frozenset(
                 arg.keyword.value for arg, value in zip(node.args, args)
-                if arg.keyword is not None and value.nullness is Nullness.NOT_NONE
+                if arg.keyword is not None and not value.may_be_none
             )
             return Value(
                 Nullness.NOT_NONE, connector_output=True, evidence=True, origin=f"`{self._code(node)}`",
@@ -370,7 +371,9 @@ class Expressions:
             if receiver.sentinel_part and name in MUTATING_METHODS:
                 self._record_mutation(node, node.func.value, state)
                 return UNTRACKED
-            return self._container_method(node, name, receiver, args, state)
+            contained = self._container_method(node, name, receiver, args, state)
+            if contained is not None:
+                return contained
         if callee == "getattr" and len(node.args) >= 2 and isinstance(node.args[1].value, cst.SimpleString):
             field_name = node.args[1].value.evaluated_value
             if isinstance(field_name, str) and field_name in self.config.optional_fields:

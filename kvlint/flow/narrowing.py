@@ -103,7 +103,19 @@ class Narrowing:
             value = false_state.values.get(key) or self._default_for_key(key)
             if value is not None and (value.payload or value.connector_output):
                 false_state.values[key] = dataclasses.replace(value, empty=True)  # falsy: None or empty
+                self._mark_empty_output(key, false_state)
         return true_state, false_state
+
+    def _mark_empty_output(self, payload_key: str, state: NullnessState) -> None:
+        """Every payload set of `x` is falsy here: `x` carries nothing (for KVC006)."""
+        owner, _, name = payload_key.rpartition(".")
+        fields = self.config.payload_optional_fields
+        if not owner or name not in fields:
+            return
+        if all((held := state.values.get(f"{owner}.{field}")) is not None and held.empty for field in fields):
+            value = self._lookup(owner, state)
+            if value.connector_output:
+                state.values[owner] = dataclasses.replace(value, empty=True)
 
     def _condition_of(self, test: cst.BaseExpression, state: NullnessState) -> tuple[object, ...] | None:
         """What a boolean assigned from `test` remembers: `use_kv = has_kv_transfer_group()`, `ok = x is not None`."""

@@ -104,7 +104,7 @@ def join_values(a: Value, b: Value) -> Value:
         local_container=a.local_container and b.local_container,
         kv_source=a.kv_source or b.kv_source,
         handed_on=a.handed_on or b.handed_on,  # handed on along one path: silence (precision first)
-        empty=a.empty and b.empty,
+        empty=(a.empty or a.nullness is Nullness.NONE) and (b.empty or b.nullness is Nullness.NONE),
         known_fields=a.known_fields & b.known_fields,
         sentinel_part=a.sentinel_part or b.sentinel_part,
         empty_copy=a.empty_copy and b.empty_copy,

@@ -120,10 +120,14 @@ class Statements:
                 inner = element.value
                 if parts is not None and not starred:
                     self._assign(inner, parts[number], state, None)
+                elif value.element is not None:  # unpacking a container: each target is one of its elements
+                    whole = isinstance(element, cst.StarredElement)
+                    each = Value(Nullness.NOT_NONE, element=value.element) if whole else value.element
+                    self._assign(inner, each, state, None)
                 else:
                     self._assign(inner, UNTRACKED, state, None)
         elif isinstance(target, cst.StarredElement):
-            self._assign(target.value, UNTRACKED, state, None)
+            self._assign(target.value, value, state, None)
         else:
             self._eval(target, state)
 
