@@ -86,7 +86,7 @@ def test_calls_resolve_by_qualified_name_or_by_an_unambiguous_method_name() -> N
     assert index.returns_optional("self.take", "pkg.mod")  # every `take` of the tree returns Optional
     assert not index.returns_optional("self.shared", "pkg.mod")  # one `shared` returns int: not a source
     assert not index.returns_optional("plain", "pkg.mod")
-    assert index.candidate_names() == {"fetch", "take", "shared", "deep"}
+    assert index.candidate_names() == {"fetch", "plain", "take", "shared", "deep"}  # what holds the payload
 
 
 def test_a_definition_in_a_file_the_scan_skipped_still_counts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

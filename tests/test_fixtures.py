@@ -49,6 +49,37 @@ def test_fixture_findings_match_markers_exactly(fixture_run) -> None:
     assert not missing and not extra, f"missing: {missing}\nextra: {extra}"
 
 
+REALISTIC = FIXTURES / "realistic"
+# Connector paths across calls (a helper whose every call site is on a connector path) are not built yet:
+# these two marked lines are the misses that costs. The test fails when either starts being found.
+KNOWN_MISSES = Counter({
+    ("fixtures/realistic/gpu_model_runner.py", 58, "KVC002"): 1,
+    ("fixtures/realistic/kv_step_helpers.py", 28, "KVC002"): 1,
+})
+
+
+def test_realistic_area_findings_match_markers_exactly() -> None:
+    """An oracle written from the contract by someone who did not read the engine: plausible runners,
+    workers, aggregators and plugins, with a silent twin beside every marked line."""
+    import os
+
+    previous = os.getcwd()
+    os.chdir(FIXTURES.parent)
+    try:
+        result = run([Path("fixtures/realistic")], Config(), jobs=1)
+    finally:
+        os.chdir(previous)
+    actual = Counter((f.path, f.line, f.code) for f in result.findings)
+    expected = expected_findings(REALISTIC)
+    assert sum(expected.values()) >= 100
+    assert {code for (_, _, code) in expected} == {"KVC001", "KVC002", "KVC003", "KVC004", "KVC005", "KVC006"}
+    missing = sorted((expected - actual - KNOWN_MISSES).elements())
+    extra = sorted((actual - expected).elements())
+    assert not missing and not extra, f"missing: {missing}\nextra: {extra}"
+    assert not KNOWN_MISSES & actual, "a known miss is found now: take it off KNOWN_MISSES"
+    assert KNOWN_MISSES <= expected
+
+
 def test_fixture_tree_is_large_enough() -> None:
     """The issue asks for at least 80 marked cases; count them so the suite cannot shrink silently."""
     expected = expected_findings(PACKAGE)
