@@ -127,6 +127,18 @@ class SentinelUse:
 
 
 @dataclass(frozen=True, order=True)
+class DroppedKVOutput:
+    """A producer's return that loses the KV output it holds (`operand`, read from `origin`): KVC006."""
+
+    position: Position
+    function: str
+    expression: str
+    operand: str
+    origin: str
+    on_connector_path: bool
+
+
+@dataclass(frozen=True, order=True)
 class ConnectorScope:
     """Where a connector path starts: a connector context, a guard call, or a marked/listed function."""
 
@@ -176,6 +188,7 @@ class AuditReport:
     connector_output_writes: tuple[ConnectorOutputWrite, ...]
     dereferences: tuple[Dereference, ...]
     sentinel_uses: tuple[SentinelUse, ...]
+    dropped_kv_outputs: tuple[DroppedKVOutput, ...]
     connector_scopes: tuple[ConnectorScope, ...]
     findings: tuple[Finding, ...]
     summary: AuditSummary = field(compare=False)
@@ -243,6 +256,11 @@ class AuditReport:
                  "operand": u.operand, "on_connector_path": u.on_connector_path, "path_reason": u.path_reason}
                 for u in self.sentinel_uses
             ],
+            "dropped_kv_outputs": [
+                {**d.position.record(), "function": d.function, "expression": d.expression, "operand": d.operand,
+                 "origin": d.origin, "on_connector_path": d.on_connector_path}
+                for d in self.dropped_kv_outputs
+            ],
             "connector_scopes": [
                 {**s.position.record(), "function": s.function, "kind": s.kind, "expression": s.expression,
                  "path_reason": s.path_reason}
@@ -263,6 +281,7 @@ INVENTORY_LISTS: dict[SiteKind, str] = {
     SiteKind.CONNECTOR_CONTEXT: "connector_scopes",
     SiteKind.CONNECTOR_FUNCTION: "connector_scopes",
     SiteKind.CONNECTOR_GUARD: "connector_scopes",
+    SiteKind.KV_DROPPED: "dropped_kv_outputs",
 }
 
 
@@ -331,6 +350,9 @@ def _entry(path: str, site: Site) -> object:
         use = site.sentinel_use.value if site.sentinel_use is not None else ""
         return SentinelUse(position, site.function, site.expression, use, site.operand, site.on_connector_path,
                            site.path_reason)
+    if kind is SiteKind.KV_DROPPED:
+        return DroppedKVOutput(position, site.function, site.expression, site.operand, site.origin,
+                               site.on_connector_path)
     scope_kind = {SiteKind.CONNECTOR_FUNCTION: "function", SiteKind.CONNECTOR_GUARD: "guard"}.get(kind, "context")
     return ConnectorScope(position, site.function, scope_kind, site.expression, site.path_reason)
 
@@ -379,6 +401,8 @@ AUDIT_JSON_SCHEMA: dict[str, object] = {
         "sentinel_uses": {"type": "array", "items": _object({
             **_SITE, "use": {"enum": [u.value for u in SentinelUseKind]}, "operand": _STRING,
             "on_connector_path": _BOOL, "path_reason": _STRING})},
+        "dropped_kv_outputs": {"type": "array", "items": _object({
+            **_SITE, "operand": _STRING, "origin": _STRING, "on_connector_path": _BOOL})},
         "connector_scopes": {"type": "array", "items": _object({
             **_SITE, "kind": {"enum": ["context", "guard", "function"]}, "path_reason": _STRING})},
         # the elements of `kvlint check --format json`, which promises "at least" these keys

@@ -180,6 +180,9 @@ def _rows(report: AuditReport) -> list[_Row]:
         concern = u.use == "mutated" or (u.use == "returned" and u.on_connector_path)
         rows.append(_Row(u.position.path, u.position.line, u.position.column, f"sentinel {u.use}",
                          u.function, _path_text(u.on_connector_path, u.path_reason), u.expression, concern))
+    for d in report.dropped_kv_outputs:
+        rows.append(_Row(d.position.path, d.position.line, d.position.column, "KV output dropped", d.function,
+                         _path_text(d.on_connector_path, ""), f"{d.expression}: `{d.operand}` not handed on", True))
     for s in report.connector_scopes:
         rows.append(_Row(s.position.path, s.position.line, s.position.column, f"connector {s.kind}",
                          s.function, _path_text(True, s.path_reason), s.expression, False))
@@ -206,6 +209,7 @@ _SITE_LABELS = {
     "connector_output_writes": "kv_connector_output writes",
     "dereferences": "dereferences",
     "sentinel_uses": "sentinel uses",
+    "dropped_kv_outputs": "KV outputs dropped",
     "connector_scopes": "connector scopes",
 }
 
@@ -472,6 +476,8 @@ def connector_graph(report: AuditReport) -> ConnectorGraph:
         else:
             continue  # an alias is followed to its return or mutation
         add(producers, u.position.path, u.function, label)
+    for d in report.dropped_kv_outputs:
+        add(producers, d.position.path, d.function, "drops the KV output it holds")
     for w in report.connector_output_writes:
         label = "attaches a maybe-None kv_connector_output" if w.may_be_none else "attaches a KVConnectorOutput"
         add(producers, w.position.path, w.function, label)

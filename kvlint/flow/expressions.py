@@ -25,6 +25,7 @@ from kvlint.declarations import TypeRef, type_of_annotation
 from kvlint.names import matches
 from kvlint.sites import SentinelUseKind, SiteKind
 
+UNTYPED = frozenset({"typing.Any", "typing_extensions.Any", "Any", "object", "builtins.object"})
 COPY_FUNCTIONS = ("copy.copy", "copy.deepcopy", "dataclasses.replace", "copy", "deepcopy", "replace")
 # Callees that iterate their arguments: a payload set that is None there raises TypeError (KVC005).
 ITERATING_BUILTINS = frozenset({
@@ -98,6 +99,8 @@ class Expressions:
         """The value a declaration promises; None when there is no declaration."""
         if declared is None:
             return None
+        if declared.kind == "class" and declared.name in UNTYPED:
+            return None  # `Any` and `object` say nothing about None
         if declared.kind == "class":
             if matches(declared.name, (self.config.payload_class,)):
                 if declared.optional:
@@ -336,7 +339,7 @@ class Expressions:
             return
         for arg, value in zip(node.args, args):
             if arg.keyword is None and not arg.star and (value.payload or (callee == "len" and value.tracked)):
-                self._sink(arg.value, value, what, arg.value, state)
+                self._sink(arg.value, value, what, node if callee == "len" else arg.value, state)
 
     def _special_call(
         self, node: cst.Call, callee: str | None, receiver: Value | None, args: list[Value], state: NullnessState
