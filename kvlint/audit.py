@@ -8,6 +8,9 @@ Positions follow the output edges of `kvlint check`: lines and columns 1-based.
 Reads of `kv_connector_output` are `connector_output_accesses`; writes such as
 `out.kv_connector_output = kvo` (attaching an output) are `connector_output_writes`;
 a write onto the shared sentinel itself is also a `mutated` sentinel use.
+
+The inventory covers test code too (`test-files`): every site, file and finding says
+whether it lies in a test file, where the test-code policy silences `test-ignore`.
 """
 
 from __future__ import annotations
@@ -36,15 +39,16 @@ class Position:
     column: int
     end_line: int
     end_column: int
+    test_file: bool = False  # in a file `test-files` matches
 
     @classmethod
-    def of(cls, path: str, site: Site) -> Position:
+    def of(cls, path: str, site: Site, test_file: bool = False) -> Position:
         span = site.span
-        return cls(path, span.line, span.column + 1, span.end_line, span.end_column + 1)
+        return cls(path, span.line, span.column + 1, span.end_line, span.end_column + 1, test_file)
 
     def record(self) -> dict[str, object]:
         return {"path": self.path, "line": self.line, "column": self.column,
-                "end_line": self.end_line, "end_column": self.end_column}
+                "end_line": self.end_line, "end_column": self.end_column, "test_file": self.test_file}
 
 
 @dataclass(frozen=True, order=True)
@@ -155,6 +159,7 @@ class AuditedFile:
 
     path: str
     analysed: bool  # False: it could not be checked (a KVC9xx finding says why)
+    test_file: bool = False  # `test-files` matches it: the test-code policy applies
 
 
 @dataclass(frozen=True)
@@ -165,6 +170,7 @@ class AuditSummary:
     files_analysed: int  # files that went through the flow analysis
     files_not_checked: int  # files with a KVC9xx finding (unreadable, unparsable, internal error)
     files_skipped: int  # files whose bytes mention no configured name
+    files_test: int  # of the files listed, those `test-files` matches
     sites: dict[str, int]  # entries per inventory list
     findings_by_rule: dict[str, int]  # every registered code, 0 included
     findings: int
@@ -181,6 +187,8 @@ class AuditReport:
     optional_fields: tuple[str, ...]
     payload_class: str
     empty_sentinels: tuple[str, ...]
+    test_files: tuple[str, ...]
+    test_ignore: tuple[str, ...]
     files: tuple[AuditedFile, ...]
     output_constructions: tuple[OutputConstruction, ...]
     payload_constructions: tuple[PayloadConstruction, ...]
@@ -192,6 +200,10 @@ class AuditReport:
     connector_scopes: tuple[ConnectorScope, ...]
     findings: tuple[Finding, ...]
     summary: AuditSummary = field(compare=False)
+    test_paths: frozenset[str] = frozenset()  # the display paths of the test files among the run's
+
+    def in_test_file(self, path: str) -> bool:
+        return path in self.test_paths
 
     def to_json(self) -> dict[str, object]:
         """The JSON object documented by `AUDIT_JSON_SCHEMA` (no time: two runs give the same bytes)."""
@@ -205,6 +217,8 @@ class AuditReport:
                 "optional_fields": list(self.optional_fields),
                 "payload_class": self.payload_class,
                 "empty_sentinels": list(self.empty_sentinels),
+                "test_files": list(self.test_files),
+                "test_ignore": list(self.test_ignore),
             },
             "summary": {
                 "files": {
@@ -212,6 +226,7 @@ class AuditReport:
                     "analysed": summary.files_analysed,
                     "not_checked": summary.files_not_checked,
                     "skipped": summary.files_skipped,
+                    "test": summary.files_test,
                 },
                 "sites": dict(summary.sites),
                 "findings": {
@@ -220,7 +235,7 @@ class AuditReport:
                     "by_rule": dict(summary.findings_by_rule),
                 },
             },
-            "files": [{"path": f.path, "analysed": f.analysed} for f in self.files],
+            "files": [{"path": f.path, "analysed": f.analysed, "test_file": f.test_file} for f in self.files],
             "output_constructions": [
                 {**c.position.record(), "function": c.function, "expression": c.expression,
                  "carries_connector_output": c.carries_connector_output,
@@ -291,18 +306,23 @@ def build_audit(
 ) -> AuditReport:
     """Turn a run's sites into the inventory; `findings` replaces the run's (e.g. after a baseline)."""
     entries: dict[str, list[object]] = {name: [] for name in dict.fromkeys(INVENTORY_LISTS.values())}
+    test_paths = frozenset(r.display_path for r in result.reports if config.is_test_file(r.display_path))
     for report in result.reports:
+        test_file = report.display_path in test_paths
         for site in report.sites:
-            entries[INVENTORY_LISTS[site.kind]].append(_entry(report.display_path, site))
+            entries[INVENTORY_LISTS[site.kind]].append(_entry(report.display_path, site, test_file))
     shown = tuple(sorted(result.findings if findings is None else findings))
     not_checked = {f.path for f in result.findings if f.code.startswith("KVC9")}
-    files = tuple(sorted(AuditedFile(r.display_path, r.analysed) for r in result.reports))
+    files = tuple(sorted(
+        AuditedFile(r.display_path, r.analysed, r.display_path in test_paths) for r in result.reports
+    ))
     by_rule = Counter(f.code for f in shown)
     summary = AuditSummary(
         files_scanned=result.files_found,
         files_analysed=result.files_analysed,
         files_not_checked=len(not_checked),
         files_skipped=max(0, result.files_found - result.files_analysed - len(not_checked)),
+        files_test=len(test_paths),
         sites={name: len(items) for name, items in entries.items()},
         findings_by_rule={code: by_rule.get(code, 0) for code in RULES},
         findings=len(shown),
@@ -315,9 +335,12 @@ def build_audit(
         optional_fields=config.optional_fields,
         payload_class=config.payload_class,
         empty_sentinels=config.empty_sentinels,
+        test_files=config.test_files,
+        test_ignore=config.test_ignore,
         files=files,
         findings=shown,
         summary=summary,
+        test_paths=test_paths,
         **{name: tuple(sorted(items)) for name, items in entries.items()},  # type: ignore[arg-type]
     )
 
@@ -327,8 +350,8 @@ def without_time(report: AuditReport) -> AuditReport:
     return replace(report, summary=replace(report.summary, seconds=0.0))
 
 
-def _entry(path: str, site: Site) -> object:
-    position = Position.of(path, site)
+def _entry(path: str, site: Site, test_file: bool = False) -> object:
+    position = Position.of(path, site, test_file)
     kind = site.kind
     if kind is SiteKind.OUTPUT_CONSTRUCTION:
         return OutputConstruction(position, site.function, site.expression, site.carries_connector_output,
@@ -367,7 +390,7 @@ _POSITION = {"path": {"type": "string"}, "line": {"type": "integer", "minimum": 
              "end_column": {"type": "integer", "minimum": 1}}
 _STRING, _BOOL, _COUNT = {"type": "string"}, {"type": "boolean"}, {"type": "integer", "minimum": 0}
 _STRINGS = {"type": "array", "items": _STRING}
-_SITE = {**_POSITION, "function": _STRING, "expression": _STRING}
+_SITE = {**_POSITION, "test_file": _BOOL, "function": _STRING, "expression": _STRING}
 
 # The JSON Schema (draft 2020-12) of `kvlint audit --format json`; docs/audit.md explains each field.
 AUDIT_JSON_SCHEMA: dict[str, object] = {
@@ -378,14 +401,16 @@ AUDIT_JSON_SCHEMA: dict[str, object] = {
         "tool": _object({"name": {"const": "kvlint"}, "version": _STRING}),
         "paths": _STRINGS,
         "configuration": _object({"output_classes": _STRINGS, "optional_fields": _STRINGS,
-                                  "payload_class": _STRING, "empty_sentinels": _STRINGS}),
+                                  "payload_class": _STRING, "empty_sentinels": _STRINGS,
+                                  "test_files": _STRINGS, "test_ignore": _STRINGS}),
         "summary": _object({
-            "files": _object({"scanned": _COUNT, "analysed": _COUNT, "not_checked": _COUNT, "skipped": _COUNT}),
+            "files": _object({"scanned": _COUNT, "analysed": _COUNT, "not_checked": _COUNT, "skipped": _COUNT,
+                              "test": _COUNT}),
             "sites": _object({name: _COUNT for name in dict.fromkeys(INVENTORY_LISTS.values())}),
             "findings": _object({"total": _COUNT, "baselined": _COUNT,
                                  "by_rule": _object({code: _COUNT for code in RULES})}),
         }),
-        "files": {"type": "array", "items": _object({"path": _STRING, "analysed": _BOOL})},
+        "files": {"type": "array", "items": _object({"path": _STRING, "analysed": _BOOL, "test_file": _BOOL})},
         "output_constructions": {"type": "array", "items": _object({
             **_SITE, "carries_connector_output": {"type": ["boolean", "null"]},
             "connector_output_argument": _STRING, "on_connector_path": _BOOL, "path_reason": _STRING})},

@@ -1,4 +1,4 @@
-"""The `kvlint` command: `check`, `audit`, `rules`, `explain`. It parses arguments, calls the
+"""The `kvlint` command: `check`, `audit`, `config`, `rules`, `explain`. It parses arguments, calls the
 runner, prints a format; it analyses nothing itself.
 
 Exit status: 0 no findings, 1 findings, 2 usage or configuration error, 130 on Ctrl-C,
@@ -51,6 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     rules = commands.add_parser("rules", help="list every rule")
     rules.add_argument("--format", choices=("text", "markdown"), default="text", help="output format (default: text)")
+    config = commands.add_parser("config", help="print the configuration in effect (every key, defaults included)")
+    config.add_argument("paths", nargs="*", type=Path, metavar="PATH",
+                        help="where to look for the configuration, as `check` does (default: .)")
+    config.add_argument("--config", type=Path, metavar="FILE", help="read [tool.kvlint] / [kvlint] from this file")
+    config.add_argument("--select", type=_codes, help="show the effect of this --select")
+    config.add_argument("--ignore", type=_codes, help="show the effect of this --ignore")
     explain = commands.add_parser("explain", help="print a rule's documentation")
     explain.add_argument("code", metavar="CODE")
     return parser
@@ -128,6 +134,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return _rules(args.format)
     if args.command == "explain":
         return _explain(args.code)
+    if args.command == "config":
+        return _show_config(args)
     try:
         if args.command == "check":
             return _check(args)
@@ -156,6 +164,18 @@ def _explain(code: str) -> int:
         sys.stderr.write(f"kvlint: unknown rule {code!r}; `kvlint rules` lists them\n")
         return EXIT_USAGE
     sys.stdout.write(rule.documentation())
+    return EXIT_CLEAN
+
+
+def _show_config(args: argparse.Namespace) -> int:
+    """`kvlint config`: the effective configuration, as TOML, each key marked default or where it came from."""
+    from kvlint.config import describe
+
+    config = _load(args)
+    if config is None:
+        return EXIT_USAGE
+    command_line = {key: f"--{key}" for key in ("select", "ignore") if getattr(args, key) is not None}
+    sys.stdout.write(describe(config, command_line, args.paths[0] if args.paths else None))
     return EXIT_CLEAN
 
 

@@ -14,7 +14,7 @@ import re
 import stat
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kvlint.discovery import display_path
@@ -26,8 +26,8 @@ _CFG_SPLIT_RE = re.compile(r"[,\s]+")
 _FILE_LEVEL_PREFIX = "KVC9"
 _FINGERPRINT_VERSION = "kvlint-config-1"
 
-_CODE_KEYS = ("select", "ignore")
-_GLOB_KEYS = ("exclude",)
+_CODE_KEYS = ("select", "ignore", "test-ignore")
+_GLOB_KEYS = ("exclude", "test-files")
 _ATTRIBUTE_KEYS = ("optional-fields", "payload-optional-fields")
 _DOTTED_KEYS = (
     "output-classes",
@@ -55,6 +55,15 @@ _ANALYSIS_FIELDS = (
 )
 
 
+# The test-code policy (issue 16): in files matching `test-files`, findings whose code matches
+# `test-ignore` are not reported, as if a built-in per-file-ignores entry said so. A crash of a
+# consumer-side dereference (KVC001, KVC005) in a test is a failing test, not a production crash;
+# KVC004 (a test mutating the shared sentinel leaks into every later test) and the producer rules
+# (KVC002, KVC003, KVC006: test doubles that pretend to be runners) stay on.
+DEFAULT_TEST_FILES = ("tests/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
+DEFAULT_TEST_IGNORE = ("KVC001", "KVC005")
+
+
 class ConfigError(Exception):
     """A configuration problem; the CLI prints str(e) and exits 2."""
 
@@ -76,8 +85,12 @@ class Config:
     connector_contexts: tuple[str, ...] = ("_get_kv_connector_output",)
     optional_contexts: tuple[str, ...] = ("maybe_get_kv_connector_output",)
     connector_functions: tuple[str, ...] = ()
+    test_files: tuple[str, ...] = DEFAULT_TEST_FILES
+    test_ignore: tuple[str, ...] = DEFAULT_TEST_IGNORE
     source: Path | None = None
     root: Path | None = None
+    # the kebab-case keys the configuration file set (the rest are defaults); `kvlint config` shows them
+    explicit_keys: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
     def is_enabled(self, code: str) -> bool:
         """Decide flake8-style (longest prefix wins, ties ignore) whether `code` is reported."""
@@ -98,6 +111,23 @@ class Config:
             if _path_matches(path, (pattern,), self._root()):
                 codes.update(pattern_codes)
         return frozenset(codes)
+
+    def is_test_file(self, path: Path | str) -> bool:
+        """Say whether `path` matches `test-files` (relative to the root, as `exclude` is matched)."""
+        return bool(self.test_files) and _path_matches(path, self.test_files, self._root())
+
+    def test_ignored_for(self, path: Path | str) -> frozenset[str]:
+        """Return the codes and prefixes the test-code policy silences for `path` (none outside tests)."""
+        if not self.test_ignore or not self.is_test_file(path):
+            return frozenset()
+        return frozenset(self.test_ignore)
+
+    def silenced_for(self, path: Path) -> frozenset[str]:
+        """Return every code and prefix not reported in `path`: per-file-ignores plus the test-code policy.
+
+        The one question each face's suppression step asks; `select` cannot re-enable these.
+        """
+        return self.ignored_for(path) | self.test_ignored_for(path)
 
     def is_excluded(self, path: Path) -> bool:
         """Say whether `path` or one of its directories below the root matches `exclude`."""
@@ -147,8 +177,34 @@ def _split_patterns(patterns: Sequence[str]) -> tuple[list[str], list[str], list
         else:
             while pattern.startswith("./"):
                 pattern = pattern[2:]
-            relative.append(pattern.rstrip("/") or ".")
+            relative.extend(_zero_depth_variants(pattern.rstrip("/") or "."))
     return names, relative, absolute
+
+
+def _zero_depth_variants(pattern: str) -> list[str]:
+    """`pattern` and, for each `**/` in it, the spelling without it: `**` also matches no directory.
+
+    fnmatch's `*` already crosses `/` (as flake8's matching does), so `**/test_*.py` matches
+    `a/b/test_x.py`; the variants make it match `test_x.py` at the root too.
+    """
+    variants = [pattern]
+    index = 0
+    while index < len(variants):
+        current = variants[index]
+        index += 1
+        for start in _segment_starts(current, "**/"):
+            shorter = current[:start] + current[start + 3:]
+            if shorter and shorter not in variants:
+                variants.append(shorter)
+    return variants
+
+
+def _segment_starts(pattern: str, segment: str) -> list[int]:
+    """Where `segment` starts a path segment of `pattern` (at the start, or after a `/`)."""
+    return [
+        position for position in range(len(pattern))
+        if pattern.startswith(segment, position) and (position == 0 or pattern[position - 1] == "/")
+    ]
 
 
 def _path_matches(path: Path | str, patterns: Sequence[str], root: str) -> bool:
@@ -220,10 +276,10 @@ def config_from_mapping(data: Mapping[str, object], source: Path) -> Config:
         if key in data:
             fields[key.replace("-", "_")] = _string_list(data[key], key, section, source)
     for key in _CODE_KEYS:
-        for value in fields.get(key, ()):
+        for value in fields.get(key.replace("-", "_"), ()):
             _check_code(value, key, section, source)
     for key in _GLOB_KEYS:
-        for value in fields.get(key, ()):
+        for value in fields.get(key.replace("-", "_"), ()):
             if not value:
                 raise _error(source, f"empty pattern in {key!r} in {section}")
     for key in _ATTRIBUTE_KEYS + _DOTTED_KEYS:
@@ -243,7 +299,8 @@ def config_from_mapping(data: Mapping[str, object], source: Path) -> Config:
         fields["per_file_ignores"] = _per_file_ignores(data["per-file-ignores"], section, source)
 
     absolute = Path(os.path.abspath(source))
-    return Config(source=absolute, root=absolute.parent, **fields)  # type: ignore[arg-type]
+    explicit = frozenset(str(key) for key in data)
+    return Config(source=absolute, root=absolute.parent, explicit_keys=explicit, **fields)  # type: ignore[arg-type]
 
 
 def _string_list(value: object, key: str, section: str, source: Path) -> tuple[str, ...]:
@@ -421,12 +478,34 @@ def find_config_file(start: Path) -> Path | None:
         current = parent
 
 
+def project_root(start: Path) -> Path | None:
+    """The directory the defaults' globs (`test-files`) are relative to when no file configures kvlint.
+
+    The nearest directory at or above `start` holding `.git`, `pyproject.toml` or `setup.cfg`
+    (a project's root: `tests/**` then means the project's tests wherever kvlint runs from);
+    None, the current directory, when there is none.
+    """
+    current = os.path.abspath(start)
+    if not os.path.isdir(current):
+        current = os.path.dirname(current)
+    while True:
+        if os.path.exists(os.path.join(current, ".git")) or any(
+            _is_regular_file(Path(current, name)) for name in ("pyproject.toml", "setup.cfg")
+        ):
+            return Path(current)
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
 def load_config(paths: Sequence[Path], config_file: Path | None = None) -> Config:
     """Load the configuration for a run over `paths`, or from `config_file` when given."""
     if config_file is None:
-        found = find_config_file(Path(paths[0]) if paths else Path.cwd())
+        start = Path(paths[0]) if paths else Path.cwd()
+        found = find_config_file(start)
         if found is None:
-            return Config()
+            return Config(root=project_root(start))
         config_file = found
     config_file = Path(config_file)
     raw = _read_bytes(config_file)
@@ -444,6 +523,60 @@ def load_config(paths: Sequence[Path], config_file: Path | None = None) -> Confi
     if section is None:
         raise _error(config_file, missing)
     return config_from_mapping(section, config_file)
+
+
+# `kvlint config` lists the keys in this order: what is reported where, then the names of the preset.
+DISPLAY_ORDER = (
+    "select", "ignore", "exclude", "per-file-ignores", "test-files", "test-ignore",
+    "optional-fields", "payload-class", "payload-optional-fields", "output-classes", "empty-sentinels",
+    "connector-guards", "connector-contexts", "optional-contexts", "connector-functions",
+)
+
+
+def _toml_value(value: object, table: bool = False) -> str:
+    """`value` in TOML: a basic string, an array of them, or (`table`) per-file-ignores' inline table."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # JSON's string escapes are TOML's
+    assert isinstance(value, tuple)
+    if table:
+        return "{" + ", ".join(f"{_toml_value(pattern)} = {_toml_value(codes)}" for pattern, codes in value) + "}"
+    return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+
+
+def describe(config: Config, command_line: Mapping[str, str] = {}, path: Path | None = None) -> str:
+    """The effective configuration as a `[tool.kvlint]` table, each key marked with where it came from.
+
+    `command_line` maps keys the command line overrode to the option that did; `path`, a file,
+    adds whether the test-code policy applies to it.
+    """
+    origin = display_path(config.source) if config.source is not None else ""
+    lines = ["# kvlint: the configuration in effect"]
+    if config.source is not None:
+        lines.append(f"# read from {origin} ({_section_name(config.source)}); other keys are kvlint's defaults")
+    else:
+        lines.append("# no configuration file found: every key is kvlint's default")
+    root = Path(config._root())
+    lines.append(f"# globs (exclude, per-file-ignores, test-files) are relative to {root.as_posix()}")
+    if path is not None and os.path.isfile(path):
+        silenced = sorted(config.test_ignored_for(path))
+        if silenced:
+            lines.append(f"# {display_path(path)} is a test file: {', '.join(silenced)} not reported there")
+        else:
+            test = "a test file, but test-ignore is empty" if config.is_test_file(path) else "not a test file"
+            lines.append(f"# {display_path(path)} is {test}")
+    lines.append("[tool.kvlint]")
+    for key in DISPLAY_ORDER:
+        value = getattr(config, key.replace("-", "_"))
+        if key in command_line:
+            where = f"from the command line ({command_line[key]})"
+        elif key in config.explicit_keys:
+            where = f"from {origin}"
+        else:
+            where = "default"
+        if key == "select" and not value:
+            where += ": every code"
+        lines.append(f"{key} = {_toml_value(value, table=key == 'per-file-ignores')}  # {where}")
+    return "\n".join(lines) + "\n"
 
 
 def config_for_directory(directory: str) -> Config | ConfigError:

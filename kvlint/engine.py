@@ -427,7 +427,7 @@ def analyse_prepared(
     `extra_names` make more units relevant (the runner passes the tree index's
     Optional-returning function names, so their call sites are analysed).
     `suppress=False` keeps what `# noqa`, select/ignore and per-file-ignores would
-    drop, for a host that applies its own (flake8).
+    drop, for a host that applies its own (flake8); the test-code policy still applies.
     """
     if not suppress:
         config = dataclasses.replace(config, select=(), ignore=(), per_file_ignores=())
@@ -561,8 +561,13 @@ def _findings(sites: Iterable[Site], prepared: PreparedFile) -> Iterable[Finding
 def _unsuppressed(
     findings: Iterable[Finding], prepared: PreparedFile, config: Config, noqa: bool = True
 ) -> list[Finding]:
-    """Drop what `# noqa`, select/ignore and per-file-ignores silence."""
-    ignored = config.ignored_for(Path(prepared.display_path))
+    """Drop what `# noqa`, select/ignore, per-file-ignores and the test-code policy silence.
+
+    The test-code policy (`test-files` / `test-ignore`) is kvlint's own configuration: it
+    applies even with `noqa=False` (a host such as flake8 applies the rest itself), and
+    `select` does not re-enable what it silences.
+    """
+    ignored = config.silenced_for(Path(prepared.display_path))
     mapping: dict[int, str] | None = None
     kept = []
     for finding in findings:

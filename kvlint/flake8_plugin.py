@@ -3,8 +3,10 @@
 flake8 applies `# noqa`, select/ignore and per-file-ignores to the rows yielded
 here, and runs tree plugins only on files it parsed (a syntax error is its
 E999), so the plugin does none of that. It reads `[tool.kvlint]` / `[kvlint]`
-like `kvlint check`; kvlint's `exclude` is honoured, its select, ignore and
-per-file-ignores are not (flake8's own options decide).
+like `kvlint check`; kvlint's `exclude` and its test-code policy (`test-files`,
+`test-ignore`: the engine drops those findings before flake8 sees them, so
+`flake8 --select KVC001` does not bring them back) are honoured, its select,
+ignore and per-file-ignores are not (flake8's own options decide).
 
 Tree index: a run on one file (or stdin) sees only the functions that file
 defines. When flake8 is given several paths or a directory, the index is built
@@ -101,7 +103,8 @@ class KVLintChecker:
             return []  # flake8's E999; unreachable unless flake8 parsed what Python cannot
         covered = tree is not None and os.path.abspath(self.filename) in tree.covered
         index = tree.index if covered else TreeIndex(prepared.declarations, payload_class=config.payload_class)
-        # flake8 applies `# noqa` (and --disable-noqa), select/ignore and per-file-ignores itself
+        # flake8 applies `# noqa` (and --disable-noqa), select/ignore and per-file-ignores itself; the engine
+        # still applies kvlint's test-code policy
         report = analyse_prepared(prepared, config, index, extra_names, suppress=False)
         _freeze_once()
         if report.traceback:

@@ -107,7 +107,8 @@ class KvlintPlugin(Plugin):
             return [PLUGIN_VERSION, f"configuration error: {config}"]
         if config not in self._config_data:
             self._config_data[config] = [PLUGIN_VERSION, config.fingerprint(), *config.select, "-", *config.ignore]
-        ignored = sorted(config.ignored_for(Path(ctx.path))) if config.per_file_ignores else []
+        policy = config.per_file_ignores or (config.test_files and config.test_ignore)
+        ignored = sorted(config.silenced_for(Path(ctx.path))) if policy else []
         return [*self._config_data[config], "-", *ignored]
 
     # -- callbacks -------------------------------------------------------------------------------------------
@@ -253,11 +254,12 @@ def _without_none(typ: Type) -> Type:
 
 
 def _is_reported(config: Config, path: str, code: str, line: int) -> bool:
-    """Apply kvlint's select/ignore, per-file-ignores and `# noqa` to a finding the plugin makes itself."""
+    """Apply kvlint's select/ignore, per-file-ignores, the test-code policy and `# noqa` to a finding
+    the plugin makes itself."""
     from kvlint.engine import SourceError, decode_source, split_lines
     from kvlint.noqa import is_suppressed, noqa_line_mapping
 
-    if not config.is_enabled(code) or code.startswith(tuple(config.ignored_for(Path(path)))):
+    if not config.is_enabled(code) or code.startswith(tuple(config.silenced_for(Path(path)))):
         return False
     try:
         text = decode_source(Path(path).read_bytes())

@@ -216,8 +216,18 @@ _SITE_LABELS = {
 
 def _files_line(report: AuditReport) -> str:
     s = report.summary
-    return (f"{s.files_scanned} files scanned: {s.files_analysed} analysed, {s.files_skipped} skipped "
+    line = (f"{s.files_scanned} files scanned: {s.files_analysed} analysed, {s.files_skipped} skipped "
             f"(no configured name), {s.files_not_checked} not checked")
+    if s.files_test:
+        line += f"; {s.files_test} test file{'s' if s.files_test != 1 else ''} ({_test_policy(report)})"
+    return line
+
+
+def _test_policy(report: AuditReport) -> str:
+    """What the test-code policy does in a test file, in words."""
+    if not report.test_ignore:
+        return "test-ignore is empty: every rule reported"
+    return f"{', '.join(report.test_ignore)} not reported there"
 
 
 # ------------------------------------------------------------------- text
@@ -244,7 +254,10 @@ def audit_text(report: AuditReport, color: bool = False, width: int | None = Non
         grouped[row.path][row.function].append(row)
     for path, functions in grouped.items():
         console.print()
-        console.print(Text(path, style="bold cyan"), soft_wrap=True)
+        header = Text(path, style="bold cyan")
+        if report.in_test_file(path):
+            header.append(f"  [test file: {_test_policy(report)}]", style="dim")
+        console.print(header, soft_wrap=True)
         for function, rows in functions.items():
             console.print(Text("  " + (function or "<module>"), style="bold"), soft_wrap=True)
             table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 1, 0, 1), expand=True)

@@ -78,7 +78,7 @@ def test_summary_counts_the_lists(fixture_audit: dict) -> None:
         code: sum(1 for f in fixture_audit["findings"] if f["code"] == code) for code in summary["findings"]["by_rule"]
     }
     files = summary["files"]
-    assert files == {"scanned": 19, "analysed": 18, "not_checked": 0, "skipped": 1}
+    assert files == {"scanned": 19, "analysed": 18, "not_checked": 0, "skipped": 1, "test": 0}
     assert files["scanned"] == files["analysed"] + files["not_checked"] + files["skipped"]
 
 
@@ -135,9 +135,9 @@ def test_files_that_cannot_be_checked_are_counted(tmp_path: Path) -> None:
     (tmp_path / "broken.py").write_text("def f(out:\n    return out.kv_connector_output\n")
     (tmp_path / "other.py").write_text("x = 1\n")
     report = _audit_json(".", cwd=tmp_path)
-    assert report["summary"]["files"] == {"scanned": 2, "analysed": 0, "not_checked": 1, "skipped": 1}
+    assert report["summary"]["files"] == {"scanned": 2, "analysed": 0, "not_checked": 1, "skipped": 1, "test": 0}
     assert [f["code"] for f in report["findings"]] == ["KVC900"]
-    assert report["files"] == [{"path": "broken.py", "analysed": False}]
+    assert report["files"] == [{"path": "broken.py", "analysed": False, "test_file": False}]
 
 
 def test_output_file_is_written_atomically(tmp_path: Path) -> None:

@@ -46,8 +46,10 @@ def config_error(path: Path, text: str) -> str:
 
 
 def test_no_config_gives_defaults(project: Path) -> None:
-    assert load_config([project]) == Config()
-    assert load_config([]) == Config()
+    # the defaults, anchored at the project root (.git here) so that `test-files` globs mean its tests
+    assert load_config([project]) == Config(root=project)
+    assert load_config([]) == Config(root=project)
+    assert load_config([project / "pkg" / "a.py"]) == Config(root=project)
 
 
 def test_pyproject_found_from_a_subdirectory_and_a_file(project: Path) -> None:
@@ -570,4 +572,4 @@ def test_directory_configs_load_each_directory_once_and_report_a_bad_file_once(p
     bad = [configs.for_file(str(project / "bad" / name)) for name in ("a.py", "b.py")]
     assert all(isinstance(result, ConfigError) and "selekt" in str(result) for result in bad)
     assert errors == [bad[0]]
-    assert configs.for_file(str(project / "c.py")) == Config()
+    assert configs.for_file(str(project / "c.py")) == Config(root=project)
