@@ -57,3 +57,29 @@ def test_vllm_0_10_1_without_the_aggregator_guard(tmp_path: Path, monkeypatch: p
     assert "output.finished_sending" in kvc001[0][3]
     assert "output.finished_recving" in kvc001[1][3]
     assert {f[2] for f in found} == {"KVC001", "KVC002"}
+
+
+NEW_RUNNER = "vllm/v1/worker/gpu/model_runner.py"
+RUNNER = "vllm/v1/worker/gpu_model_runner.py"
+
+
+def test_vllm_0_20_0_the_new_runner_drops_its_kv_output_on_non_last_ranks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """KVC006 as vLLM shipped it: `sample_tokens` and `pool` read the KV output from the step state, then
+    return None on a non-last pipeline rank. The other two findings are the empty-output returns (KVC002,
+    the mission's school: the sentinel is returned where the KV output is empty)."""
+    tree = vllm_tree("0.20.0")
+    runner = tree / NEW_RUNNER
+    expected = [
+        (NEW_RUNNER, _line_of(runner, "return None", "Receive the"), "KVC006", "return None"),
+        (NEW_RUNNER, _line_of(runner, "return None", "self.postprocess_pool(input_batch)"), "KVC006", "return None"),
+        (RUNNER, _line_of(tree / RUNNER, "return EMPTY_MODEL_RUNNER_OUTPUT", "kv_connector_output.is_empty()"),
+         "KVC002", "return EMPTY_MODEL_RUNNER_OUTPUT"),
+        (MIXIN, _line_of(tree / MIXIN, "return EMPTY_MODEL_RUNNER_OUTPUT", "def kv_connector_no_forward"), "KVC002",
+         "return EMPTY_MODEL_RUNNER_OUTPUT"),
+    ]
+    assert _findings(tree, monkeypatch) == sorted(expected)
+
+
+@pytest.mark.parametrize("version", ["0.24.0", "0.33.0"])
+def test_releases_after_the_fix_are_clean(version: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _findings(vllm_tree(version), monkeypatch) == []

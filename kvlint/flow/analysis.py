@@ -155,10 +155,8 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
 
     def _is_producer(self, node: cst.FunctionDef) -> bool:
         """Does the function return an output: declared so, or returning a construction, the sentinel or a copy?"""
-        if node.returns is not None:
-            declared = self._annotation_value(node.returns.annotation, "")
-            if declared is not None and declared.cls and matches(declared.cls, self.config.output_classes):
-                return True
+        if node.returns is not None and self._names_output_class(node.returns.annotation):
+            return True  # `-> ModelRunnerOutput | AsyncOutput | None` too: any member that is an output
         stack: list[cst.CSTNode] = [node.body]
         while stack:
             current = stack.pop()
@@ -166,8 +164,24 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
                 continue
             if isinstance(current, cst.Return) and current.value is not None and self._returns_output(current.value):
                 return True
-            if not isinstance(current, cst.BaseExpression):
-                stack.extend(current.children)
+            if isinstance(current, cst.Call) and self._returns_output(current):
+                return True  # it builds an output (to return it later, or a wrapper of it)
+            stack.extend(current.children)
+        return False
+
+    def _names_output_class(self, annotation: cst.BaseExpression) -> bool:
+        stack: list[cst.CSTNode] = [annotation]
+        while stack:
+            current = stack.pop()
+            spelled = dotted_name(current) if isinstance(current, (cst.Name, cst.Attribute)) else None
+            if spelled is not None and matches(self._resolve_type_name(spelled), self.config.output_classes):
+                return True
+            if isinstance(current, cst.SimpleString):
+                text = current.evaluated_value
+                outputs = [name.rpartition(".")[2] for name in self.config.output_classes]
+                if isinstance(text, str) and any(name in text for name in outputs):
+                    return True
+            stack.extend(current.children)
         return False
 
     def _returns_output(self, value: cst.BaseExpression) -> bool:
