@@ -122,3 +122,94 @@ def test_the_check_catches_a_wrong_install_line(line: str) -> None:
 )
 def test_the_check_accepts_a_right_install_line(line: str) -> None:
     assert wrong_install_names(line) == []
+
+
+# --- the docs cite only what the repository holds ---
+
+MARKDOWN = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md"), ROOT / "bench" / "README.md"])
+_LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+# a code span that names a file or directory of this repository
+_TOP_LEVEL = ("kvlint/", "tests/", "docs/", "bench/", "scripts/", "fixtures/", ".ci/")
+_TOP_FILES = {"README.md", "pyproject.toml", "setup.cfg", ".pre-commit-hooks.yaml"}
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    anchors, seen = set(), {}
+    in_fence = False
+    for line in path.read_text().splitlines():
+        if line.startswith("```"):
+            in_fence = not in_fence
+        if in_fence or not line.startswith("#"):
+            continue
+        slug = _slug(line.lstrip("#"))
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        anchors.add(slug if count == 0 else f"{slug}-{count}")
+    return anchors
+
+
+def broken_references(path: Path) -> list[str]:
+    """Relative links (with their #anchors) and repository paths in code spans that do not exist."""
+    text = path.read_text()
+    broken = []
+    for match in _LINK.finditer(text):
+        target = match.group(1)
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # https:, mailto:, ...
+            continue
+        file_part, _, anchor = target.partition("#")
+        resolved = (path.parent / file_part).resolve() if file_part else path
+        if not resolved.exists():
+            broken.append(f"link to missing {target!r}")
+        elif anchor and resolved.suffix == ".md" and anchor not in _anchors(resolved):
+            broken.append(f"link to missing anchor {target!r}")
+    for match in _CODE_SPAN.finditer(text):
+        span = match.group(1).strip()
+        words = span.split()
+        if not words:
+            continue
+        candidate = words[-1] if words[0] in {"cat", "python", "bash"} else words[0]
+        if not (candidate.startswith(_TOP_LEVEL) or candidate in _TOP_FILES) or "<" in candidate:
+            continue
+        pattern = candidate.rstrip("/").replace("N", "?") if "*" in candidate else candidate.rstrip("/")
+        if "*" in pattern or "?" in pattern:
+            if not list(ROOT.glob(pattern)):
+                broken.append(f"no file matches `{candidate}`")
+        elif not (ROOT / pattern).exists():
+            broken.append(f"`{candidate}` is not in the repository")
+    return broken
+
+
+@pytest.mark.parametrize("path", MARKDOWN, ids=lambda path: path.relative_to(ROOT).as_posix())
+def test_every_reference_in_the_docs_exists(path: Path) -> None:
+    assert broken_references(path) == []
+
+
+def test_the_reference_check_catches_a_missing_file(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("# Title\n\nSee [the spec](SPEC.md), [here](#title), [there](#nowhere) and `kvlint/nosuch.py`.\n")
+    assert broken_references(page) == [
+        "link to missing 'SPEC.md'",
+        "link to missing anchor '#nowhere'",
+        "`kvlint/nosuch.py` is not in the repository",
+    ]
+
+
+def test_no_doc_cites_the_spec() -> None:
+    """The design lives in docs/design.md; nothing points at a SPEC file the repository does not have."""
+    cited = []
+    for directory in ("kvlint", "docs", "tests", "bench", "scripts"):
+        for path in (ROOT / directory).rglob("*"):
+            if path.suffix in {".py", ".md"} and path != Path(__file__):
+                cited += [f"{path.relative_to(ROOT)}:{n}" for n, line in enumerate(path.read_text().splitlines(), 1)
+                          if re.search(r"\bSPEC\b|\bthe spec\b", line)]
+    readme = (ROOT / "README.md").read_text()
+    cited += [f"README.md:{n}" for n, line in enumerate(readme.splitlines(), 1) if re.search(r"\bSPEC\b", line)]
+    assert cited == []
