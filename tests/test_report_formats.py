@@ -73,7 +73,7 @@ def test_text_report_has_no_escape_codes_when_piped_and_no_trailing_blanks() -> 
 
 def test_text_report_shows_the_findings_exactly_as_check_does() -> None:
     audit = run_kvlint("audit", FIXTURE_TREE, env=PLAIN).stdout
-    check = run_kvlint("check", FIXTURE_TREE).stdout
+    check = run_kvlint("check", "--quiet", FIXTURE_TREE).stdout  # the finding lines, no summary line
     section = audit.split("\nFindings (", 1)[1].split("\n", 1)[1].split("\n\n", 1)[0] + "\n"
     assert section == check
 

@@ -56,6 +56,7 @@ def _load() -> dict[str, Rule]:
         kvc004_shared_sentinel_mutation,
         kvc005_unguarded_optional_set,
         kvc9xx_file_diagnostics,
+        kvc100_unused_noqa,
     )
 
     rules = [
@@ -64,6 +65,7 @@ def _load() -> dict[str, Rule]:
         kvc003_output_without_connector_output.RULE,
         kvc004_shared_sentinel_mutation.RULE,
         kvc005_unguarded_optional_set.RULE,
+        kvc100_unused_noqa.RULE,
         *kvc9xx_file_diagnostics.RULES,
     ]
     return {rule.code: rule for rule in rules}
@@ -74,6 +76,7 @@ RULES: dict[str, Rule] = _load()
 SYNTAX_ERROR = "KVC900"
 UNREADABLE = "KVC901"
 INTERNAL_ERROR = "KVC902"
+UNUSED_NOQA = "KVC100"  # reported by `kvlint check --report-unused-noqa` only
 
 
 def rules_table_markdown() -> str:
