@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--format", "--output-format", dest="format", choices=list(AUDIT_FORMATS), default="text",
                        help="output format (default: text); --output-format is ruff's spelling")
     audit.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no notes on stderr")
+    audit.add_argument("--base-url", metavar="URL",
+                       help="markdown: link each location to URL/PATH#LLINE (default in GitHub Actions: the "
+                       "checked-out commit, from GITHUB_SERVER_URL, GITHUB_REPOSITORY and GITHUB_SHA)")
     _add_run_options(audit)
 
     rules = commands.add_parser("rules", help="list every rule")
@@ -451,6 +454,10 @@ def _audit(args: argparse.Namespace) -> int:
         color = _use_color(args.color, args.output)  # FORCE_COLOR: e.g. CI logs, which are no tty
         width = shutil.get_terminal_size().columns if terminal else None
         text = audit_text(report, color=color, width=width)
+    elif args.format == "markdown":
+        from kvlint.report_formats import audit_markdown, github_base_url
+
+        text = audit_markdown(report, base_url=args.base_url or github_base_url(os.environ))
     else:
         text = AUDIT_FORMATS[args.format](report)
     _emit(args.output, text)
