@@ -1,4 +1,4 @@
-"""An opt-in cache of per-file results, keyed by content, for runs that repeat (SPEC section 9).
+"""An opt-in cache of per-file results, keyed by content, for runs that repeat (docs/design.md, "Why it is fast").
 
 Nothing is written unless the user names a directory (`--cache-dir DIR` or
 `KVLINT_CACHE_DIR`). An entry holds what a file contributes to the tree index

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kvlint import __version__
-from kvlint.config import Config, ConfigError, load_config
+from kvlint.config import ALL_CODES, Config, ConfigError, load_config
 from kvlint.output import FORMATS
 from kvlint.report_formats import AUDIT_FORMATS
 from kvlint.rules import RULES, rules_table_markdown
@@ -41,12 +41,26 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     check = commands.add_parser("check", help="report findings in files or directories (the pre-commit hook)")
-    check.add_argument("--format", choices=sorted(FORMATS), default="text", help="output format (default: text)")
+    check.add_argument("--format", "--output-format", dest="format", choices=sorted(FORMATS), default="text",
+                       help="output format (default: text); --output-format is ruff's spelling")
+    check.add_argument("--quiet", "-q", action="store_true",
+                       help="text: print the findings only, without the summary line and warnings")
+    check.add_argument("--statistics", action="store_true",
+                       help="print the number of findings per code instead of the findings (text or json)")
+    check.add_argument("--show-source", action="store_true", help="text: show each finding's source line")
+    check.add_argument("--stdin-filename", metavar="PATH",
+                       help="with `-`: the path the source read from stdin is reported, configured and ignored as")
+    check.add_argument("--report-unused-noqa", action="store_true",
+                       help="also report `# noqa: KVC...` codes that silence nothing (KVC100)")
     _add_run_options(check)
 
     audit = commands.add_parser("audit", help="inventory every output, connector-output read and sentinel use")
-    audit.add_argument("--format", choices=list(AUDIT_FORMATS), default="text", help="output format (default: text)")
+    audit.add_argument("--format", "--output-format", dest="format", choices=list(AUDIT_FORMATS), default="text",
+                       help="output format (default: text); --output-format is ruff's spelling")
     audit.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no notes on stderr")
+    audit.add_argument("--base-url", metavar="URL",
+                       help="markdown: link each location to URL/PATH#LLINE (default in GitHub Actions: the "
+                       "checked-out commit, from GITHUB_SERVER_URL, GITHUB_REPOSITORY and GITHUB_SHA)")
     _add_run_options(audit)
 
     rules = commands.add_parser("rules", help="list every rule")
@@ -57,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     config.add_argument("--config", type=Path, metavar="FILE", help="read [tool.kvlint] / [kvlint] from this file")
     config.add_argument("--select", type=_codes, help="show the effect of this --select")
     config.add_argument("--ignore", type=_codes, help="show the effect of this --ignore")
+    config.add_argument("--exclude", type=_patterns, metavar="PATTERNS", help="show the effect of this --exclude")
+    config.add_argument("--extend-exclude", type=_patterns, metavar="PATTERNS", action="extend",
+                        help="show the effect of this --extend-exclude")
     explain = commands.add_parser("explain", help="print a rule's documentation")
     explain.add_argument("code", metavar="CODE")
     return parser
@@ -64,10 +81,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _codes(value: str) -> tuple[str, ...]:
     codes = tuple(part.strip().upper() for part in value.replace(" ", ",").split(",") if part.strip())
+    codes = tuple(ALL_CODES if code == "ALL" else code for code in codes)  # ruff's word for every code
     for code in codes:
         if not code.startswith("KVC") or not code[3:].isdigit() and code != "KVC":
             raise argparse.ArgumentTypeError(f"not a kvlint code or prefix: {code!r}")
     return codes
+
+
+def _patterns(value: str) -> tuple[str, ...]:
+    """Comma-separated exclude patterns; one with a `/` is anchored at the current directory."""
+    patterns = tuple(part.strip() for part in value.split(",") if part.strip())
+    if not patterns:
+        raise argparse.ArgumentTypeError("no pattern given")
+    return tuple(os.path.normpath(os.path.join(os.getcwd(), p)) if "/" in p.rstrip("/") else p.rstrip("/")
+                 for p in patterns)
 
 
 def _positive(value: str) -> int:
@@ -175,24 +202,35 @@ def _show_config(args: argparse.Namespace) -> int:
     if config is None:
         return EXIT_USAGE
     command_line = {key: f"--{key}" for key in ("select", "ignore") if getattr(args, key) is not None}
+    if args.exclude is not None or args.extend_exclude:
+        command_line["exclude"] = "--exclude" if args.extend_exclude is None else "--extend-exclude"
     sys.stdout.write(describe(config, command_line, args.paths[0] if args.paths else None))
     return EXIT_CLEAN
 
 
 def _load(args: argparse.Namespace) -> Config | None:
     """Load the configuration and apply the command-line overrides; None after reporting an error."""
-    import dataclasses
-
     try:
         config = load_config(args.paths, args.config)
     except ConfigError as exc:
         sys.stderr.write(f"kvlint: {exc}\n")
         return None
-    overrides = {}
+    return _overrides(args, config)
+
+
+def _overrides(args: argparse.Namespace, config: Config) -> Config:
+    """The configuration with the command line's --select, --ignore, --exclude and --extend-exclude applied."""
+    import dataclasses
+
+    overrides: dict[str, tuple[str, ...]] = {}
     if args.select is not None:
         overrides["select"] = args.select
     if args.ignore is not None:
         overrides["ignore"] = args.ignore
+    if args.exclude is not None:  # replaces the configured exclude, as ruff's --exclude does
+        overrides["exclude"] = args.exclude
+    if args.extend_exclude:
+        overrides["exclude"] = (*overrides.get("exclude", config.exclude), *args.extend_exclude)
     return dataclasses.replace(config, **overrides) if overrides else config
 
 
@@ -228,19 +266,121 @@ def _print_tracebacks(result: RunResult) -> None:
 def _check(args: argparse.Namespace) -> int:
     from kvlint.runner import run
 
+    if any(str(path) == "-" for path in args.paths):
+        return _check_stdin(args)
+    if args.stdin_filename is not None:
+        raise _UsageError("--stdin-filename needs `-` (standard input) as the path")
     config = _load_for_run(args)
     if config is None:
         return EXIT_USAGE
     baseline = _read_baseline(args)
     result = run(args.paths, config, jobs=args.jobs, cache_dir=_cache_directory(args))
-    _warn_about_cache(result)
-    findings, _ = _new_findings(args, baseline, result.findings)
-    _emit(args.output, FORMATS[args.format](findings))
+    if not args.quiet:
+        _warn_about_cache(result)
+        _warn_if_nothing_found(args, result.files_found)
+    reported = result.findings
+    if args.report_unused_noqa:
+        from kvlint.unused_noqa import unused_noqa
+
+        config = _with_unused_noqa(config)
+        raw = run(args.paths, config, jobs=args.jobs, suppress=False)
+        reported = sorted([*reported, *unused_noqa(args.paths, config, raw.findings)])
+    findings, _ = _new_findings(args, baseline, reported)
+    _emit(args.output, _check_report(args, findings))
     if args.verbose:
         _print_tracebacks(result)
     if findings and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _with_unused_noqa(config: Config) -> Config:
+    """--report-unused-noqa asks for KVC100: a configured `select` need not name it (`ignore` still can)."""
+    import dataclasses
+
+    from kvlint.rules import UNUSED_NOQA
+
+    return dataclasses.replace(config, select=(*config.select, UNUSED_NOQA)) if config.select else config
+
+
+def _check_stdin(args: argparse.Namespace) -> int:
+    """`kvlint check -`: the source on standard input, named by --stdin-filename (default `-`)."""
+    from kvlint.engine import analyse_source, module_name_for
+
+    if len(args.paths) != 1:
+        raise _UsageError("`-` (standard input) cannot be combined with other paths")
+    name = args.stdin_filename
+    shown = Path(name) if name else Path(".")
+    try:
+        config = load_config([shown], args.config)
+    except ConfigError as exc:
+        sys.stderr.write(f"kvlint: {exc}\n")
+        return EXIT_USAGE
+    args.paths = []  # the overrides below read no paths
+    config = _overrides(args, config)
+    if args.write_baseline is not None or args.baseline is not None:
+        baseline = _read_baseline(args)
+    else:
+        baseline = None
+    data = sys.stdin.buffer.read()
+    from kvlint.discovery import display_path
+
+    display = display_path(Path(name)) if name else "-"
+    module_name, is_package = module_name_for(Path(name)) if name else ("", False)
+    report = analyse_source(data, display, config, module_name=module_name, is_package=is_package)
+    findings = list(report.findings)
+    if args.report_unused_noqa:
+        from kvlint.engine import analyse_prepared, decode_source, prepare_source
+        from kvlint.tree_index import TreeIndex
+        from kvlint.unused_noqa import unused_noqa_in_text
+
+        config = _with_unused_noqa(config)
+        prepared = prepare_source(data, display, config, module_name, is_package)
+        index = TreeIndex(prepared.declarations, payload_class=config.payload_class)
+        raw = analyse_prepared(prepared, config, index, suppress=False)
+        try:
+            text = decode_source(data)
+        except Exception:  # noqa: BLE001 - the file's KVC900 says why
+            text = ""
+        findings = sorted([*findings, *unused_noqa_in_text(display, text, config, raw.findings)])
+    findings, _ = _new_findings(args, baseline, findings)
+    _emit(args.output, _check_report(args, findings))
+    if args.verbose and report.traceback:
+        sys.stderr.write(f"--- traceback for {display}\n{report.traceback}")
+    return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
+
+
+def _warn_if_nothing_found(args: argparse.Namespace, files_found: int) -> None:
+    if files_found == 0:
+        shown = ", ".join(path.as_posix() for path in args.paths) or "."
+        sys.stderr.write(f"kvlint: warning: no Python files found under {shown}\n")
+
+
+def _use_color(choice: str, output: Path | None) -> bool:
+    """--color: `always` and `never` as said; `auto` colours a terminal, NO_COLOR wins over FORCE_COLOR."""
+    if choice != "auto":
+        return choice == "always"
+    if output is not None and str(output) != "-":
+        return False
+    if os.environ.get("NO_COLOR"):
+        return False
+    return bool(os.environ.get("FORCE_COLOR")) or sys.stdout.isatty()
+
+
+def _check_report(args: argparse.Namespace, findings: list) -> str:  # type: ignore[type-arg]
+    """The text of `kvlint check`'s report in the chosen format."""
+    from kvlint.output import as_text_report, statistics_json, statistics_text
+
+    color = _use_color(args.color, args.output) if args.format == "text" else False
+    if args.statistics:
+        if args.format == "json":
+            return statistics_json(findings)
+        if args.format != "text":
+            raise _UsageError(f"--statistics prints text or json, not {args.format}")
+        return statistics_text(findings, color=color, summary=not args.quiet)
+    if args.format == "text":
+        return as_text_report(findings, color=color, show_source=args.show_source, summary=not args.quiet)
+    return FORMATS[args.format](findings)
 
 
 class _UsageError(Exception):
@@ -256,6 +396,13 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     parser.add_argument("--jobs", "-j", type=_positive, metavar="N", help="worker processes (default: CPU count)")
     parser.add_argument("--verbose", "-v", action="store_true", help="show tracebacks of internal errors")
+    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                        help="colour the text report: auto (a terminal; NO_COLOR and FORCE_COLOR honoured), "
+                        "always, never")
+    parser.add_argument("--exclude", type=_patterns, metavar="PATTERNS",
+                        help="comma-separated glob patterns not to check, replacing the configured exclude")
+    parser.add_argument("--extend-exclude", type=_patterns, metavar="PATTERNS", action="extend",
+                        help="comma-separated glob patterns not to check, added to the configured exclude")
     parser.add_argument("--output", "-o", type=Path, metavar="FILE",
                         help="write the report to FILE (atomically) instead of stdout")
     parser.add_argument("--cache-dir", type=Path, metavar="DIR",
@@ -324,15 +471,19 @@ def _audit(args: argparse.Namespace) -> int:
         result = run(args.paths, config, jobs=args.jobs, progress=progress, cache_dir=_cache_directory(args))
     if not args.quiet:
         _warn_about_cache(result)
+        _warn_if_nothing_found(args, result.files_found)
     findings, baselined = _new_findings(args, baseline, result.findings)
     shown = [path.as_posix() for path in args.paths] or ["."]
     report = build_audit(result, config, shown, findings, baselined)
     if args.format == "text":
         terminal = args.output is None and sys.stdout.isatty()
-        forced = args.output is None and bool(os.environ.get("FORCE_COLOR"))  # e.g. CI logs, which are no tty
-        color = (terminal or forced) and not os.environ.get("NO_COLOR")
+        color = _use_color(args.color, args.output)  # FORCE_COLOR: e.g. CI logs, which are no tty
         width = shutil.get_terminal_size().columns if terminal else None
         text = audit_text(report, color=color, width=width)
+    elif args.format == "markdown":
+        from kvlint.report_formats import audit_markdown, github_base_url
+
+        text = audit_markdown(report, base_url=args.base_url or github_base_url(os.environ))
     else:
         text = AUDIT_FORMATS[args.format](report)
     _emit(args.output, text)

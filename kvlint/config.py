@@ -24,6 +24,7 @@ CONNECTOR_PATH_MARKER = "kvlint: connector-path"
 _CODE_RE = re.compile(r"^KVC[0-9]{0,3}$", re.ASCII)
 _CFG_SPLIT_RE = re.compile(r"[,\s]+")
 _FILE_LEVEL_PREFIX = "KVC9"
+ALL_CODES = "KVC"  # what `ALL` (ruff's word for every code) stands for in select and ignore
 _FINGERPRINT_VERSION = "kvlint-config-1"
 
 _CODE_KEYS = ("select", "ignore", "test-ignore")
@@ -276,7 +277,11 @@ def config_from_mapping(data: Mapping[str, object], source: Path) -> Config:
         if key in data:
             fields[key.replace("-", "_")] = _string_list(data[key], key, section, source)
     for key in _CODE_KEYS:
-        for value in fields.get(key.replace("-", "_"), ()):
+        name = key.replace("-", "_")
+        if name in fields:  # `ALL`, ruff's spelling of every code, is the prefix every code starts with
+            codes: tuple[str, ...] = fields[name]  # type: ignore[assignment]
+            fields[name] = tuple(ALL_CODES if value == "ALL" else value for value in codes)
+        for value in fields.get(name, ()):
             _check_code(value, key, section, source)
     for key in _GLOB_KEYS:
         for value in fields.get(key.replace("-", "_"), ()):

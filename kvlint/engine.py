@@ -284,7 +284,7 @@ _NESTING_ERRORS = ("too many nested", "too deeply nested", "too many levels of i
 
 def _may_be_newer_syntax(message: str, text: str) -> bool:
     """Whether to let libcst try a file `ast` rejected: never for nesting limits, which
-    libcst's native parser survives worse than CPython (SPEC section 10)."""
+    libcst's native parser survives worse than CPython (docs/design.md, "Hostile input")."""
     if any(marker in message for marker in _NESTING_ERRORS) or "decode" in message or "NUL" in message:
         return False
     depth = deepest = 0
@@ -380,7 +380,7 @@ def reduced_text(prepared: PreparedFile, config: Config, extra_names: Sequence[s
     """Keep only the top-level units that mention a configured name.
 
     Returns the compact text and, for each of its lines, the original line
-    number: libcst then parses a fraction of the file (SPEC section 9) and
+    number: libcst then parses a fraction of the file (docs/design.md, "Why it is fast") and
     positions are mapped back at the edge.
     """
     relevance = _relevance(config, tuple(sorted({*extra_names, *prepared.local_names})), prepared.local_output_classes)

@@ -1,12 +1,13 @@
 """The flake8 face: `flake8 --select KVC` runs the engine on the text flake8 read; it analyses nothing itself.
 
-flake8 applies `# noqa`, select/ignore and per-file-ignores to the rows yielded
-here, and runs tree plugins only on files it parsed (a syntax error is its
-E999), so the plugin does none of that. It reads `[tool.kvlint]` / `[kvlint]`
-like `kvlint check`; kvlint's `exclude` and its test-code policy (`test-files`,
-`test-ignore`: the engine drops those findings before flake8 sees them, so
-`flake8 --select KVC001` does not bring them back) are honoured, its select,
-ignore and per-file-ignores are not (flake8's own options decide).
+One configuration, every face: the plugin reads `[tool.kvlint]` / `[kvlint]` like
+`kvlint check` and yields only what that configuration reports (its `select`,
+`ignore`, `per-file-ignores` and `exclude`). flake8's own options then apply on
+top of those rows: its select/ignore/per-file-ignores and `# noqa` (which
+`--disable-noqa` turns off) can drop a row, never bring back one kvlint's
+configuration dropped. flake8 runs tree plugins only on files it parsed (a
+syntax error is its E999). kvlint's test-code policy (`test-files`, `test-ignore`)
+is applied by the engine too, so `flake8 --select KVC001` does not bring it back.
 
 Tree index: a run on one file (or stdin) sees only the functions that file
 defines. When flake8 is given several paths or a directory, the index is built
@@ -103,14 +104,18 @@ class KVLintChecker:
             return []  # flake8's E999; unreachable unless flake8 parsed what Python cannot
         covered = tree is not None and os.path.abspath(self.filename) in tree.covered
         index = tree.index if covered else TreeIndex(prepared.declarations, payload_class=config.payload_class)
-        # flake8 applies `# noqa` (and --disable-noqa), select/ignore and per-file-ignores itself; the engine
-        # still applies kvlint's test-code policy
+        # flake8 applies `# noqa` itself (so that --disable-noqa works): the engine keeps every finding but the
+        # test-code policy's, and kvlint's select/ignore/per-file-ignores are applied here, flake8's own after them
         report = analyse_prepared(prepared, config, index, extra_names, suppress=False)
         _freeze_once()
         if report.traceback:
             LOG.warning("kvlint: internal error on %s; `kvlint check --verbose %s` shows the traceback",
                         self.filename, self.filename)
-        return sorted({(f.line, f.column, f.code, f.message) for f in report.findings})
+        ignored = tuple(config.ignored_for(Path(self.filename)))
+        return sorted({
+            (f.line, f.column, f.code, f.message) for f in report.findings
+            if f.code == INTERNAL_ERROR or (config.is_enabled(f.code) and not f.code.startswith(ignored))
+        })
 
     def _config(self) -> Config | ConfigError:
         """The configuration of this file's directory (loaded once); a bad file is logged once."""

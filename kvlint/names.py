@@ -1,7 +1,7 @@
 """Resolve spelled names to dotted names through a module's imports (no libcst here).
 
 libcst's QualifiedNameProvider would do this too, but it resolves every name of
-the whole module (ten times the parse, SPEC section 9); the rules only need
+the whole module (ten times the parse, docs/design.md "Why it is fast"); the rules only need
 the module's import table and the callee of a few calls.
 """
 

@@ -14,8 +14,80 @@ from kvlint.report_formats import as_sarif
 
 
 def as_text(findings: Sequence[Finding]) -> str:
-    """`path:line:col: CODE message`, the flake8/ruff shape."""
+    """`path:line:col: CODE message`, the flake8/ruff shape (no summary: the plain lines)."""
     return "".join(f"{f.path}:{f.line}:{f.column + 1}: {f.code} {f.message}\n" for f in findings)
+
+
+# ANSI styles of the text report, as ruff colours its own: path bold, code red and bold
+_BOLD, _DIM, _RED, _CYAN, _GREEN, _RESET = "\x1b[1m", "\x1b[2m", "\x1b[1;31m", "\x1b[36m", "\x1b[32m", "\x1b[0m"
+
+
+def _paint(text: str, style: str, color: bool) -> str:
+    return f"{style}{text}{_RESET}" if color and text else text
+
+
+def summary_line(findings: Sequence[Finding], color: bool = False) -> str:
+    """`Found N findings in M files.`, or `All checks passed.`: the last line of the text report."""
+    if not findings:
+        return _paint("All checks passed.", _GREEN, color) + "\n"
+    files = len({f.path for f in findings})
+    count = len(findings)
+    return (f"Found {count} finding{'s' if count != 1 else ''} in {files} file{'s' if files != 1 else ''}.\n")
+
+
+def _source_snippet(finding: Finding, color: bool) -> str:
+    """The finding's line under it, the columns it spans marked with `^` (ruff's `--show-source`)."""
+    line = finding.source_line
+    if not line.strip():
+        return ""
+    number = str(finding.line)
+    gutter = " " * len(number)
+    start = min(finding.column, len(line))
+    end = finding.end_column if finding.end_line == finding.line else len(line.rstrip())
+    end = max(start + 1, min(end, len(line.rstrip()) or start + 1))
+    lead = "".join(character if character == "\t" else " " for character in finding.source_line[:start])
+    marks = _paint("^" * (end - start), _RED, color)
+    bar = _paint("|", _CYAN, color)
+    return f"{gutter} {bar}\n{_paint(number, _CYAN, color)} {bar} {line}\n{gutter} {bar} {lead}{marks}\n"
+
+
+def as_text_report(findings: Sequence[Finding], *, color: bool = False, show_source: bool = False,
+                   summary: bool = True) -> str:
+    """The text report of `kvlint check`: one line per finding, then the summary line."""
+    parts = []
+    for f in findings:
+        location = _paint(f.path, _BOLD, color) + _paint(f":{f.line}:{f.column + 1}:", _DIM, color)
+        parts.append(f"{location} {_paint(f.code, _RED, color)} {f.message}\n")
+        if show_source:
+            parts.append(_source_snippet(f, color))
+    if summary:
+        parts.append(summary_line(findings, color))
+    return "".join(parts)
+
+
+def statistics(findings: Sequence[Finding]) -> list[tuple[str, str, int]]:
+    """(code, rule name, count) per code, the most frequent first (`--statistics`)."""
+    from kvlint.rules import RULES
+
+    counts: dict[str, int] = {}
+    for f in findings:
+        counts[f.code] = counts.get(f.code, 0) + 1
+    rows = [(code, RULES[code].name if code in RULES else "", count) for code, count in counts.items()]
+    return sorted(rows, key=lambda row: (-row[2], row[0]))
+
+
+def statistics_text(findings: Sequence[Finding], *, color: bool = False, summary: bool = True) -> str:
+    """`--statistics` as text: `count  code  name` per code, ruff's table, then the summary line."""
+    rows = statistics(findings)
+    width = max((len(str(count)) for _, _, count in rows), default=1)
+    text = "".join(f"{count:>{width}}\t{_paint(code, _RED, color)}\t{name}\n" for code, name, count in rows)
+    return text + (summary_line(findings, color) if summary else "")
+
+
+def statistics_json(findings: Sequence[Finding]) -> str:
+    """`--statistics --format json`: one array of `{code, name, count}`."""
+    records = [{"code": code, "name": name, "count": count} for code, name, count in statistics(findings)]
+    return json.dumps(records, indent=2) + "\n"
 
 
 def finding_record(finding: Finding) -> dict[str, object]:

@@ -5,7 +5,7 @@ tracks line and column. Its `PositionProvider` builds two frozen dataclasses per
 node, splits every token with a regular expression and enters a generator-based
 context manager per expression: on vLLM's relevant code that is eight times the
 cost of the code generation itself, and the single largest step of a run
-(SPEC section 9). This module runs the same code generation with a leaner state
+(docs/design.md, "Why it is fast"). This module runs the same code generation with a leaner state
 that records plain tuples. The spans are identical to `PositionProvider`'s, and
 `tests/test_positions.py` compares the two over the fixtures and real vLLM.
 """

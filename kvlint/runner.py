@@ -64,7 +64,7 @@ def default_jobs() -> int:
 def run(
     paths: Sequence[Path], config: Config, jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None, everything: bool = False,
-    cache_dir: Path | None = None,
+    cache_dir: Path | None = None, suppress: bool = True,
 ) -> RunResult:
     """Check every Python file under `paths` with `config`.
 
@@ -75,6 +75,8 @@ def run(
     corpus run and fuzzing use it to exercise the parser and the flow analysis).
     `cache_dir` reuses and stores per-file results there (`kvlint.cache`); a
     file whose entry matches is neither parsed nor analysed.
+    `suppress=False` keeps what `# noqa`, select/ignore and per-file-ignores would drop
+    (`--report-unused-noqa` compares the two); such a run uses no cache.
     """
     started = time.perf_counter()
     jobs = jobs or default_jobs()
@@ -84,7 +86,7 @@ def run(
     names = EVERYTHING if everything else config.names()
     unreadable: list[Finding] = []
     skipped: list[tuple[SourceFile, bytes]] = []
-    cache = _RunCache.open(cache_dir, config, everything) if cache_dir is not None else None
+    cache = _RunCache.open(cache_dir, config, everything) if cache_dir is not None and suppress else None
     with _Pool(jobs, len(entries)) as pool:
         relevant: Iterable[tuple[SourceFile, bytes, Config, tuple[str, ...]]] = (
             (source, data, config, names)
@@ -111,7 +113,7 @@ def run(
             work += stale
         work.sort(key=lambda w: (-w.size, w.display_path))  # the longest first: workers finish together
         analysed = pool.map(
-            _analyse, [(w, config, index, extra_names) for w in work], progress, on_crash=_analyse_crashed
+            _analyse, [(w, config, index, extra_names, suppress) for w in work], progress, on_crash=_analyse_crashed
         )
         if cache is not None:
             cache.remember(work, analysed)
@@ -215,13 +217,13 @@ def _prepare(args: tuple[SourceFile, bytes, Config, tuple[str, ...]]) -> Prepare
     return prepare_source(data, source.display_path, config, module_name, is_package, extra_names)
 
 
-def _analyse(args: tuple[_Analysis, Config, TreeIndex, tuple[str, ...]]) -> FileReport:
-    work, config, index, names = args
+def _analyse(args: tuple[_Analysis, Config, TreeIndex, tuple[str, ...], bool]) -> FileReport:
+    work, config, index, names, suppress = args
     prepared = work.prepared
     if prepared is None:
         source, data, prepare_names = work.unprepared  # type: ignore[misc]
         prepared = _prepare((source, data, config, prepare_names))
-    return analyse_prepared(prepared, config, index, names)
+    return analyse_prepared(prepared, config, index, names, suppress)
 
 
 def index_tree(paths: Sequence[Path], config: Config) -> tuple[TreeIndex, frozenset[str]]:
@@ -357,5 +359,5 @@ def _prepare_crashed(args: tuple[SourceFile, bytes, Config, tuple[str, ...]]) ->
     return PreparedFile(args[0].display_path, "", error=_crashed(args[0].display_path))
 
 
-def _analyse_crashed(args: tuple[_Analysis, Config, TreeIndex, tuple[str, ...]]) -> FileReport:
+def _analyse_crashed(args: tuple[_Analysis, Config, TreeIndex, tuple[str, ...], bool]) -> FileReport:
     return FileReport(args[0].display_path, findings=(_crashed(args[0].display_path),))

@@ -57,7 +57,7 @@ class Site:
     """One relevant place in a file, with the flow facts that hold there.
 
     Only the fields that make sense for `kind` are set; the others keep their
-    defaults. `on_connector_path` is what SPEC section 5 defines; `may_be_none`
+    defaults. `on_connector_path` is what docs/design.md ("Connector paths") defines; `may_be_none`
     says whether the flow analysis could not prove the value non-None;
     `guard` says how it was proven (for the audit).
     """

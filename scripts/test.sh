@@ -7,5 +7,11 @@ PYTHON="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
+# The distribution was called `kvlint` before it became `vllm-kvlint` (the name `kvlint` on the
+# registry is another project): drop an old editable install so the flake8 plugin is not registered twice.
+if .venv/bin/python -m pip show --quiet kvlint >/dev/null 2>&1; then
+    .venv/bin/python -m pip uninstall --quiet --yes kvlint
+fi
+rm -rf kvlint.egg-info  # setuptools' metadata of that old name, found on sys.path from the checkout
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 exec .venv/bin/python -m pytest "$@"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -39,3 +40,15 @@ def kvlint():
 def no_result_cache_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """A developer's KVLINT_CACHE_DIR must not reach the kvlint runs of the tests (they ask for a cache explicitly)."""
     monkeypatch.delenv("KVLINT_CACHE_DIR", raising=False)
+
+
+SUMMARY = re.compile(r"^(Found \d+ findings? in \d+ files?\.|All checks passed\.)$")
+
+
+def finding_lines(stdout: str) -> list[str]:
+    """The finding lines of `kvlint check`'s text output: its last line must be the summary line."""
+    lines = stdout.splitlines()
+    assert lines and SUMMARY.match(lines[-1]), f"no summary line at the end of {stdout!r}"
+    findings = lines[:-1]
+    assert (lines[-1] == "All checks passed.") == (not findings), stdout
+    return findings

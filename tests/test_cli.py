@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from tests.conftest import run_kvlint
+from tests.conftest import finding_lines, run_kvlint
 
 BAD = """\
 from vllm.v1.outputs import KVConnectorOutput
@@ -46,14 +46,17 @@ def test_text_output_and_exit_status(tmp_path: Path) -> None:
     assert completed.stdout == (
         "bad.py:7:15: KVC001 `kvo` may be None (from `out.kv_connector_output`); "
         "check it before the attribute access `.finished_sending`\n"
+        "Found 1 finding in 1 file.\n"
     )
     assert completed.stderr == ""
 
 
-def test_clean_tree_exits_zero_and_prints_nothing(tmp_path: Path) -> None:
+def test_clean_tree_exits_zero_and_says_so(tmp_path: Path) -> None:
     _tree(tmp_path, {"good.py": GOOD})
     completed = run_kvlint("check", cwd=tmp_path)
-    assert (completed.returncode, completed.stdout, completed.stderr) == (0, "", "")
+    assert (completed.returncode, completed.stdout, completed.stderr) == (0, "All checks passed.\n", "")
+    quiet = run_kvlint("check", "--quiet", cwd=tmp_path)
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
 
 
 def test_exit_zero(tmp_path: Path) -> None:
@@ -108,7 +111,7 @@ def test_output_is_sorted_and_identical_across_runs_and_jobs(tmp_path: Path) -> 
         for jobs, seed in (("1", "1"), ("2", "2"), ("2", "3"))
     ]
     assert runs[0] == runs[1] == runs[2]
-    paths = [line.split(":")[0] for line in runs[0].splitlines()]
+    paths = [line.split(":")[0] for line in finding_lines(runs[0])]
     assert paths == sorted(paths) and paths[0] == "a/z.py"
 
 
@@ -136,7 +139,7 @@ def test_pyproject_configuration_is_found_by_walking_up(tmp_path: Path) -> None:
         },
     )
     completed = run_kvlint("check", "pkg", "other", cwd=tmp_path)
-    assert [line.split(":")[0] for line in completed.stdout.splitlines()] == ["other/bad.py"]
+    assert [line.split(":")[0] for line in finding_lines(completed.stdout)] == ["other/bad.py"]
 
 
 def test_custom_names_from_configuration(tmp_path: Path) -> None:
@@ -186,7 +189,7 @@ def test_broken_files_are_findings_and_the_run_goes_on(tmp_path: Path) -> None:
     )
     completed = run_kvlint("check", cwd=tmp_path)
     assert completed.returncode == 1
-    lines = completed.stdout.splitlines()
+    lines = finding_lines(completed.stdout)
     assert lines[0] == "a_syntax.py:2:7: KVC900 cannot parse: invalid syntax"
     assert lines[1].startswith("b_encoding.py:2:6: KVC900 cannot decode as utf-8: invalid start byte")
     assert lines[2] == "c_nul.py:1:24: KVC900 cannot parse: source contains a NUL byte"
@@ -198,7 +201,7 @@ def test_fifo_is_reported_not_opened(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe.py")
     completed = run_kvlint("check", "pipe.py", cwd=tmp_path)
     assert completed.returncode == 1
-    assert completed.stdout == "pipe.py:1:1: KVC901 cannot read: not a regular file\n"
+    assert finding_lines(completed.stdout) == ["pipe.py:1:1: KVC901 cannot read: not a regular file"]
 
 
 def test_python_dash_m_and_version() -> None:

@@ -81,7 +81,8 @@ def test_installing_kvlint_registers_the_plugin() -> None:
         "reinstall kvlint (pip install -e .) so flake8 finds the entry point"
     )
     version = subprocess.run([sys.executable, "-m", "flake8", "--version"], capture_output=True, text=True)
-    assert f"kvlint: {kvlint.__version__}" in version.stdout
+    # flake8 names a plugin by its distribution, and wraps the line: compare with the whitespace collapsed
+    assert f"vllm-kvlint: {kvlint.__version__}" in " ".join(version.stdout.split())
 
 
 @pytest.mark.parametrize("path", sorted(PACKAGE.glob("*.py")), ids=lambda path: path.name)
@@ -285,3 +286,40 @@ def _line_of(path: Path, text: str, after: str) -> int:
     lines = path.read_text(encoding="utf-8").splitlines()
     start = next(number for number, line in enumerate(lines) if after in line)
     return next(number for number in range(start, len(lines)) if text in lines[number]) + 1
+
+
+# --- one configuration, every face: [tool.kvlint] select/ignore/per-file-ignores/exclude, flake8's on top ---
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        ('ignore = ["KVC002"]', {("bad.py", 8, 16, "KVC001"), ("other.py", 8, 16, "KVC001")}),
+        ('select = ["KVC002"]', {("bad.py", 15, 9, "KVC002"), ("other.py", 15, 9, "KVC002")}),
+        ('select = ["ALL"]\nignore = ["KVC0"]', set()),
+        ('per-file-ignores = {"other.py" = ["KVC0"]}', {("bad.py", 8, 16, "KVC001"), ("bad.py", 15, 9, "KVC002")}),
+        ('exclude = ["other.py"]', {("bad.py", 8, 16, "KVC001"), ("bad.py", 15, 9, "KVC002")}),
+    ],
+    ids=["ignore", "select", "select-all-ignore-prefix", "per-file-ignores", "exclude"],
+)
+def test_kvlint_select_ignore_per_file_ignores_and_exclude_apply_to_flake8(
+    tmp_path: Path, settings: str, expected: set[tuple[str, int, int, str]]
+) -> None:
+    (tmp_path / "bad.py").write_text(BAD)
+    (tmp_path / "other.py").write_text(BAD)
+    (tmp_path / "pyproject.toml").write_text(f"[tool.kvlint]\n{settings}\n")
+    completed = flake8("--select", "KVC", "bad.py", "other.py", cwd=tmp_path)
+    assert rows(completed) == expected
+    assert rows(completed) == kvlint_rows("bad.py", "other.py", cwd=tmp_path)  # every face agrees
+
+
+def test_flake8s_own_options_apply_on_top_of_kvlints(tmp_path: Path) -> None:
+    (tmp_path / "bad.py").write_text(BAD)
+    (tmp_path / "pyproject.toml").write_text('[tool.kvlint]\nignore = ["KVC002"]\n')
+    # flake8 can drop more ...
+    assert rows(flake8("--select", "KVC", "--extend-ignore", "KVC001", "bad.py", cwd=tmp_path)) == set()
+    assert rows(flake8("--select", "KVC", "--per-file-ignores", "bad.py:KVC001", "bad.py", cwd=tmp_path)) == set()
+    # ... but selecting a code kvlint's configuration ignores does not bring it back
+    assert without_path(rows(flake8("--select", "KVC002", "bad.py", cwd=tmp_path))) == set()
+    # flake8 applies `# noqa`, so --disable-noqa still shows the silenced line
+    assert without_path(rows(flake8("--select", "KVC", "--disable-noqa", "bad.py", cwd=tmp_path))) == {
+        (8, 16, "KVC001"), (9, 16, "KVC001")}

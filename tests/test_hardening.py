@@ -19,7 +19,7 @@ import pytest
 
 from kvlint import runner
 from kvlint.config import Config
-from tests.conftest import FIXTURES, ROOT, run_kvlint
+from tests.conftest import FIXTURES, ROOT, finding_lines, run_kvlint
 
 NASTY = FIXTURES / "nasty"
 CANARY = (
@@ -68,7 +68,7 @@ def _check(tree: Path, *args: str) -> list[str]:
     completed = run_kvlint("check", *args, cwd=tree)
     assert "Traceback" not in completed.stderr
     assert completed.returncode in (0, 1), completed.stderr
-    return completed.stdout.splitlines()
+    return finding_lines(completed.stdout)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -151,7 +151,7 @@ def test_unreadable_file_as_an_unprivileged_user(tmp_path: Path) -> None:
     secret.chmod(0)
     completed = _check_unprivileged(tmp_path)
     assert completed.returncode == 1, completed.stderr
-    assert completed.stdout.splitlines() == [CANARY, "secret.py:1:1: KVC901 cannot read: permission denied"]
+    assert finding_lines(completed.stdout) == [CANARY, "secret.py:1:1: KVC901 cannot read: permission denied"]
 
 
 def test_unlistable_directory_as_an_unprivileged_user(tmp_path: Path) -> None:
@@ -165,7 +165,7 @@ def test_unlistable_directory_as_an_unprivileged_user(tmp_path: Path) -> None:
     finally:
         locked.chmod(0o755)
     assert completed.returncode == 1, completed.stderr
-    assert completed.stdout.splitlines() == [CANARY, "locked:1:1: KVC901 cannot read: permission denied"]
+    assert finding_lines(completed.stdout) == [CANARY, "locked:1:1: KVC901 cannot read: permission denied"]
 
 
 def test_file_that_vanishes_during_the_run(nasty: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -277,7 +277,7 @@ def test_nothing_is_written(nasty: Path) -> None:
 
     before = snapshot()
     _check(nasty)
-    _check(nasty, "--format", "json")
+    run_kvlint("check", "--format", "json", cwd=nasty)
     assert snapshot() == before
 
 

@@ -391,7 +391,7 @@ def test_real_vllm_0_10_1(mypy: Mypy, tmp_path: Path) -> None:
     baseline = without.stdout.splitlines()[:-1]  # the last line is mypy's summary
     assert not [line for line in baseline if "[kvc]" in line]
 
-    # SPEC section 8: KVC002 at the bare sentinel returns, with the engine's own messages
+    # docs/design.md, "On real vLLM": KVC002 at the bare sentinel returns, with the engine's own messages
     mixin, worker = "vllm/v1/worker/kv_connector_model_runner_mixin.py", "vllm/v1/worker/gpu_worker.py"
     spec_lines = {
         (mixin, _line_of(tree / mixin, "return EMPTY_MODEL_RUNNER_OUTPUT", "def kv_connector_no_forward")),

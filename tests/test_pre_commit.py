@@ -173,3 +173,106 @@ def test_flake8_hook_with_kvlint_as_additional_dependency(
     assert passing.returncode == 0, passing.stdout + passing.stderr
     broken = _run(pre_commit, "run", "flake8", "--files", "broken.py", cwd=user_repo)
     assert broken.returncode == 1 and "broken.py:1:" in broken.stdout and "E999" in broken.stdout
+
+
+# --- the vLLM-style configuration of docs/pre-commit.md, run as written (ruff restated locally) ---
+
+DOCS_PRE_COMMIT = ROOT / "docs" / "pre-commit.md"
+RUFF_REPO = "https://github.com/astral-sh/ruff-pre-commit"
+AGGREGATOR = "vllm/distributed/kv_transfer/kv_connector/utils.py"
+AGGREGATOR_GUARD = "            if not output:\n                continue\n"
+# vLLM's tools/pre_commit/check_spdx_header.py, reduced to what the hook needs to do here
+SPDX_CHECK = '''\
+import sys
+
+missing = [path for path in sys.argv[1:] if "SPDX-License-Identifier" not in open(path).read(500)]
+for path in missing:
+    print(f"{path}: no SPDX-License-Identifier header")
+sys.exit(1 if missing else 0)
+'''
+
+
+def vllm_style_config() -> dict:
+    """The YAML block between the vllm-style-config markers of docs/pre-commit.md."""
+    import yaml
+
+    text = DOCS_PRE_COMMIT.read_text()
+    block = text[text.index("<!-- vllm-style-config:start -->"):text.index("<!-- vllm-style-config:end -->")]
+    return yaml.safe_load(block.split("```yaml\n", 1)[1].split("```", 1)[0])
+
+
+def _runnable(config: dict, kvlint_repo: Path) -> dict:
+    """The documented config with its placeholders filled: this tree's commit, ruff from PyPI.
+
+    github.com is not reachable from CI, PyPI is: ruff-pre-commit's `ruff-check` hook is
+    restated as a local hook with the same entry and ruff of the same version.
+    """
+    repos = []
+    for repo in config["repos"]:
+        if repo["repo"] == "<URL of this repository>":
+            assert repo["rev"] == "<tag or commit>"  # the docs never name a tag that does not exist
+            commit = _git("rev-parse", "HEAD", cwd=kvlint_repo).strip()
+            repo = {**repo, "repo": str(kvlint_repo), "rev": commit}
+        elif repo["repo"] == RUFF_REPO:
+            version = repo["rev"].removeprefix("v")
+            hooks = []
+            for hook in repo["hooks"]:
+                assert hook["id"] == "ruff-check", hook
+                hooks.append({**hook, "name": "ruff check", "entry": "ruff check --force-exclude",
+                              "language": "python", "types_or": ["python", "pyi"], "require_serial": True,
+                              "additional_dependencies": [f"ruff=={version}"]})
+            repo = {"repo": "local", "hooks": hooks}
+        repos.append(repo)
+    return {**config, "repos": repos}
+
+
+@pytest.fixture
+def vllm_repo(tmp_path: Path) -> Path:
+    """A project holding vLLM 0.10.1's aggregator and vLLM's local SPDX hook script."""
+    from tests.vllm_sources import vllm_tree
+
+    source = (vllm_tree("0.10.1") / AGGREGATOR).read_text()
+    assert source.count(AGGREGATOR_GUARD) == 1, "the aggregator changed shape; update the test"
+    repo = tmp_path / "vllm"
+    (repo / AGGREGATOR).parent.mkdir(parents=True)
+    (repo / AGGREGATOR).write_text(source)
+    (repo / "tools" / "pre_commit").mkdir(parents=True)
+    (repo / "tools" / "pre_commit" / "check_spdx_header.py").write_text(SPDX_CHECK)
+    _git("init", "-q", cwd=repo)
+    return repo
+
+
+def _hook_lines(stdout: str) -> dict[str, str]:
+    """pre-commit's `name....Passed` lines, by hook name."""
+    results = {}
+    for line in stdout.splitlines():
+        for outcome in ("Passed", "Failed", "(no files to check)Skipped"):
+            if line.endswith(outcome) and "..." in line:
+                results[line.split("...")[0].strip(". ")] = outcome
+    return results
+
+
+@pytest.mark.vllm
+def test_vllm_style_config_from_the_docs_on_the_seed_bug(
+    pre_commit: list[str], kvlint_repo: Path, vllm_repo: Path
+) -> None:
+    import yaml
+
+    config = vllm_style_config()
+    assert [repo["repo"] for repo in config["repos"]] == [RUFF_REPO, "<URL of this repository>", "local"]
+    (vllm_repo / ".pre-commit-config.yaml").write_text(yaml.safe_dump(_runnable(config, kvlint_repo)))
+
+    released = _run(pre_commit, "run", "--files", AGGREGATOR, cwd=vllm_repo)
+    assert released.returncode == 0, released.stdout + released.stderr
+    assert _hook_lines(released.stdout) == {"ruff check": "Passed", "kvlint": "Passed",
+                                            "Check SPDX headers": "Passed"}, released.stdout
+
+    aggregator = vllm_repo / AGGREGATOR
+    aggregator.write_text(aggregator.read_text().replace(AGGREGATOR_GUARD, ""))
+    seeded = _run(pre_commit, "run", "--files", AGGREGATOR, cwd=vllm_repo)
+    assert seeded.returncode == 1, seeded.stdout + seeded.stderr
+    assert _hook_lines(seeded.stdout) == {"ruff check": "Passed", "kvlint": "Failed",
+                                          "Check SPDX headers": "Passed"}, seeded.stdout
+    kvc001 = [line for line in seeded.stdout.splitlines() if line.startswith(f"{AGGREGATOR}:") and " KVC001 " in line]
+    assert len(kvc001) == 2, seeded.stdout
+    assert "finished_sending" in kvc001[0] and "finished_recving" in kvc001[1]

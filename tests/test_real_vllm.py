@@ -1,4 +1,4 @@
-"""kvlint over real vLLM sources (SPEC section 8): exactly the expected findings, nothing else."""
+"""kvlint over real vLLM sources (docs/design.md, "On real vLLM"): exactly the expected findings, nothing else."""
 
 from __future__ import annotations
 

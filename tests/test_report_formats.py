@@ -23,7 +23,8 @@ GOLDEN = ROOT / "tests" / "golden"
 FIXTURE_TREE = "fixtures/vllm_like"
 AUDIT_FORMATS = ("text", "json", "markdown", "sarif", "mermaid", "dot")
 _TIME = re.compile(r" · \d+\.\d\d s$", re.M)
-PLAIN = {"FORCE_COLOR": "", "NO_COLOR": ""}  # the golden text holds no colour whatever the caller's environment
+# the golden text holds no colour, and the golden markdown no links, whatever the caller's environment
+PLAIN = {"FORCE_COLOR": "", "NO_COLOR": "", "GITHUB_SERVER_URL": "", "GITHUB_REPOSITORY": "", "GITHUB_SHA": ""}
 
 
 def _normalised(output_format: str, text: str) -> str:
@@ -73,7 +74,7 @@ def test_text_report_has_no_escape_codes_when_piped_and_no_trailing_blanks() -> 
 
 def test_text_report_shows_the_findings_exactly_as_check_does() -> None:
     audit = run_kvlint("audit", FIXTURE_TREE, env=PLAIN).stdout
-    check = run_kvlint("check", FIXTURE_TREE).stdout
+    check = run_kvlint("check", "--quiet", FIXTURE_TREE).stdout  # the finding lines, no summary line
     section = audit.split("\nFindings (", 1)[1].split("\n", 1)[1].split("\n\n", 1)[0] + "\n"
     assert section == check
 
@@ -183,8 +184,7 @@ def test_dot_graph_renders(tmp_path: Path) -> None:
     assert "<svg" in completed.stdout
 
 
-def test_markdown_tables_are_rectangular() -> None:
-    text = run_kvlint("audit", FIXTURE_TREE, "--format", "markdown").stdout
+def _assert_rectangular(text: str) -> None:
     table: list[int] = []
     for line in [*text.splitlines(), ""]:
         if line.startswith("|"):
@@ -192,4 +192,81 @@ def test_markdown_tables_are_rectangular() -> None:
         elif table:
             assert len(set(table)) == 1, f"ragged table near {line!r}"
             table = []
-    assert "```mermaid\nflowchart LR\n" in text
+
+
+def test_markdown_tables_are_rectangular(tmp_path: Path) -> None:
+    text = run_kvlint("audit", FIXTURE_TREE, "--format", "markdown").stdout  # cut to fit: "more" rows included
+    _assert_rectangular(text)
+    shutil.copy(ROOT / FIXTURE_TREE / "worker.py", tmp_path / "worker.py")
+    small = run_kvlint("audit", "worker.py", "--format", "markdown", cwd=tmp_path).stdout  # not cut
+    _assert_rectangular(small)
+    assert "```mermaid\nflowchart LR\n" in small and "was cut" not in small
+
+
+# --- the markdown report as a GitHub comment: a size limit, and links ---
+
+MANY = """\
+def merge{n}(outputs):
+    for out in outputs:
+        kvo = out.kv_connector_output
+        print(kvo.finished_sending)
+    for out in outputs:
+        kvo = out.kv_connector_output
+        print(kvo.finished_recving)
+"""
+
+
+def test_markdown_fits_a_github_comment_on_a_tree_with_many_findings(tmp_path: Path) -> None:
+    for number in range(400):
+        (tmp_path / f"m{number:03}.py").write_text(MANY.format(n=number))
+    completed = run_kvlint("audit", ".", "--format", "markdown", cwd=tmp_path, env=PLAIN)
+    assert completed.returncode == 1, completed.stderr
+    text = completed.stdout
+    total = len(json.loads(run_kvlint("check", "--format", "json", cwd=tmp_path).stdout))
+    assert total == 800  # two per file: a whole report would be far over the limit
+    assert len(text) <= 65_536
+    summary, _, rest = text.partition("### Findings")
+    assert f"**{total} findings**" in summary  # the summary comes first, whole
+    assert f"| KVC001 | unguarded-dereference | {total} |" in summary
+    assert "> **This report was cut to fit a GitHub comment (65,536 characters).** Not shown: findings: " in summary
+    shown = re.findall(r"^\| `m\d{3}\.py:\d+:\d+` \| KVC001 ", rest, re.M)
+    more = re.search(r"^\| … (\d+) more not shown \|", rest, re.M)
+    assert more is not None and len(shown) + int(more.group(1)) == total
+    assert f"findings: {more.group(1)} of {total} rows" in summary
+    _assert_rectangular(text)
+
+
+def test_markdown_under_the_limit_is_not_cut() -> None:
+    from kvlint.report_formats import audit_markdown
+
+    text = run_kvlint("audit", FIXTURE_TREE, "--format", "json")  # just to be sure the tree runs
+    assert text.returncode == 1
+    small = audit_markdown(_fixture_report(), limit=10**9)
+    assert "was cut" not in small and "```mermaid" in small
+    tiny = audit_markdown(_fixture_report(), limit=3_000)
+    assert len(tiny) <= 3_000 and "was cut" in tiny and "the producer/consumer graph" in tiny
+
+
+def _fixture_report():  # type: ignore[no-untyped-def]
+    from kvlint.audit import build_audit
+    from kvlint.config import load_config
+    from kvlint.runner import run
+
+    paths = [ROOT / FIXTURE_TREE]
+    config = load_config(paths)
+    result = run(paths, config, jobs=1)
+    return build_audit(result, config, [FIXTURE_TREE], result.findings, 0)
+
+
+def test_markdown_locations_link_with_a_base_url(tmp_path: Path) -> None:
+    shutil.copy(ROOT / FIXTURE_TREE / "worker.py", tmp_path / "worker.py")
+    plain = run_kvlint("audit", "--format", "markdown", cwd=tmp_path, env=PLAIN).stdout
+    assert "](" not in plain.split("```mermaid")[0]
+    given = run_kvlint("audit", "--format", "markdown", "--base-url", "https://example.org/src/", cwd=tmp_path,
+                       env=PLAIN).stdout
+    assert "| [`worker.py:71:13`](https://example.org/src/worker.py#L71) | KVC002 |" in given
+    actions = {**PLAIN, "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "me/plugin",
+               "GITHUB_SHA": "0123abc"}
+    from_environment = run_kvlint("audit", "--format", "markdown", cwd=tmp_path, env=actions).stdout
+    assert "[`worker.py:71:13`](https://github.com/me/plugin/blob/0123abc/worker.py#L71)" in from_environment
+    _assert_rectangular(from_environment)

@@ -57,6 +57,7 @@ def _load() -> dict[str, Rule]:
         kvc005_unguarded_optional_set,
         kvc006_kv_output_dropped,
         kvc9xx_file_diagnostics,
+        kvc100_unused_noqa,
     )
 
     rules = [
@@ -66,6 +67,7 @@ def _load() -> dict[str, Rule]:
         kvc004_shared_sentinel_mutation.RULE,
         kvc005_unguarded_optional_set.RULE,
         kvc006_kv_output_dropped.RULE,
+        kvc100_unused_noqa.RULE,
         *kvc9xx_file_diagnostics.RULES,
     ]
     return {rule.code: rule for rule in rules}
@@ -76,6 +78,7 @@ RULES: dict[str, Rule] = _load()
 SYNTAX_ERROR = "KVC900"
 UNREADABLE = "KVC901"
 INTERNAL_ERROR = "KVC902"
+UNUSED_NOQA = "KVC100"  # reported by `kvlint check --report-unused-noqa` only
 
 
 def rules_table_markdown() -> str:
