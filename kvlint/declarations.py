@@ -73,9 +73,11 @@ class FunctionDecl:
     name: str
     returns: TypeRef | None  # None: not annotated
     never_returns: bool = False
+    returns_output: bool = False  # some `return` gives the empty sentinel or builds an output class
 
     def to_json(self) -> list[object]:
-        return ["f", self.qualname, self.name, self.returns.to_json() if self.returns else None, self.never_returns]
+        returns = self.returns.to_json() if self.returns else None
+        return ["f", self.qualname, self.name, returns, self.never_returns, self.returns_output]
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,17 @@ class ClassDecl:
 
 
 @dataclass(frozen=True)
+class PathCalls:
+    """How often a module calls each name where a connector is known to be active (syntactically)."""
+
+    module: str
+    counts: tuple[tuple[str, int], ...]
+
+    def to_json(self) -> list[object]:
+        return ["p", self.module, [list(item) for item in self.counts]]
+
+
+@dataclass(frozen=True)
 class GlobalDecl:
     """An annotated module-level name."""
 
@@ -105,16 +118,19 @@ class GlobalDecl:
         return ["g", self.qualname, self.type.to_json()]
 
 
-Declaration = FunctionDecl | ClassDecl | GlobalDecl
+Declaration = FunctionDecl | ClassDecl | GlobalDecl | PathCalls
 
 
 def declaration_from_json(data: list[object]) -> Declaration:
     """Decode what `to_json` wrote (the result cache stores declarations this way)."""
     tag = data[0]
     if tag == "f":
-        _, qualname, name, returns, never = data
+        _, qualname, name, returns, never, produces = data
         decoded = TypeRef.from_json(returns) if returns else None  # type: ignore[arg-type]
-        return FunctionDecl(str(qualname), str(name), decoded, bool(never))
+        return FunctionDecl(str(qualname), str(name), decoded, bool(never), bool(produces))
+    if tag == "p":
+        _, module, counts = data
+        return PathCalls(str(module), tuple((str(n), int(c)) for n, c in counts))  # type: ignore[union-attr]
     if tag == "c":
         _, qualname, name, bases, members, fields, sentinels = data
         return ClassDecl(
@@ -331,11 +347,13 @@ def _is_sentinel(node: ast.expr, resolve: Resolver, sentinels: tuple[str, ...]) 
 
 
 def module_declarations(
-    tree: ast.Module, module_name: str, imports: ImportTable, empty_sentinels: Iterable[str] = ()
+    tree: ast.Module, module_name: str, imports: ImportTable, empty_sentinels: Iterable[str] = (),
+    output_classes: Iterable[str] = (), guards: Iterable[str] = (), contexts: Iterable[str] = (),
 ) -> list[Declaration]:
     """Every declaration of one module, in a stable order."""
     resolve = _local_resolver(tree, module_name, imports)
     sentinels = tuple(empty_sentinels)
+    outputs = tuple(output_classes)
     found: list[Declaration] = []
     for statement in tree.body:
         if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
@@ -349,7 +367,8 @@ def module_declarations(
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 returns = type_of_annotation(child.returns, resolve)
                 qualname = _join(prefix, child.name)
-                found.append(FunctionDecl(qualname, child.name, returns, _never_returns(child, returns)))
+                found.append(FunctionDecl(qualname, child.name, returns, _never_returns(child, returns),
+                                          _returns_output(child, resolve, sentinels, outputs)))
                 stack.append((child, f"{qualname}.<locals>"))
             elif isinstance(child, ast.ClassDef):
                 qualname = _join(prefix, child.name)
@@ -357,7 +376,118 @@ def module_declarations(
                 stack.append((child, qualname))
             else:
                 stack.append((child, prefix))
-    return sorted(found, key=lambda d: (type(d).__name__, d.qualname))
+    counts = PathCallCounter(resolve, tuple(guards), tuple(contexts)).count(tree)
+    if counts:
+        found.append(PathCalls(module_name, tuple(sorted(counts.items()))))
+    return sorted(found, key=lambda d: (type(d).__name__, getattr(d, "qualname", getattr(d, "module", ""))))
+
+
+def _returns_output(
+    node: ast.FunctionDef | ast.AsyncFunctionDef, resolve: Resolver, sentinels: tuple[str, ...],
+    outputs: tuple[str, ...],
+) -> bool:
+    """Some `return` of the function (not of a nested one) gives the sentinel or builds an output."""
+    stack: list[ast.AST] = list(node.body)
+    while stack:
+        current = stack.pop()
+        if isinstance(current, ast.Return) and current.value is not None:
+            value = current.value
+            target = value.func if isinstance(value, ast.Call) else value
+            name = ast_dotted_name(target)
+            if name is not None and matches(resolve(name), outputs if isinstance(value, ast.Call) else sentinels):
+                return True
+        nested = isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        if isinstance(current, ast.stmt) and not nested:
+            stack.extend(child_statements(current))
+    return False
+
+
+class PathCallCounter:
+    """Count the calls a module makes where a connector is syntactically active: inside `if guard():`,
+    after `if not guard(): <exit>` or `assert guard()`, inside or after `with connector_context(...)`.
+
+    Only statements; expressions are walked for the statements found on such a path, so a module
+    without guards costs one statement walk. The tree index compares these counts with every
+    mention of a name in the tree: a function all of whose mentions are such calls is on a path.
+    """
+
+    def __init__(self, resolve: Resolver, guards: tuple[str, ...], contexts: tuple[str, ...]):
+        self.resolve, self.guards, self.contexts = resolve, guards, contexts
+        self.counts: dict[str, int] = {}
+
+    def count(self, tree: ast.Module) -> dict[str, int]:
+        if self.guards or self.contexts:
+            self._block(tree.body, False)
+        return self.counts
+
+    def _is(self, node: ast.expr, names: tuple[str, ...]) -> bool:
+        if not isinstance(node, ast.Call):
+            return False
+        name = ast_dotted_name(node.func)
+        return name is not None and matches(self.resolve(name), names)
+
+    def _polarity(self, test: ast.expr) -> int:
+        """+1: true only with a connector; -1: `not guard()`; 0: says nothing."""
+        if self._is(test, self.guards):
+            return 1
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and self._is(test.operand, self.guards):
+            return -1
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            return 1 if any(self._polarity(value) == 1 for value in test.values) else 0
+        return 0
+
+    def _block(self, statements: list[ast.stmt], on: bool) -> None:
+        for statement in statements:
+            on = self._statement(statement, on)
+
+    def _statement(self, node: ast.stmt, on: bool) -> bool:
+        """Visit one statement; return whether the statements after it are on a path."""
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            self._block(node.body, False)  # defined here, called who knows where
+            return on
+        if on:
+            self._calls(node)
+        if isinstance(node, ast.If):
+            polarity = self._polarity(node.test)
+            self._block(node.body, on or polarity == 1)
+            self._block(node.orelse, on or polarity == -1)
+            if polarity == -1 and node.body and isinstance(node.body[-1], _EXITS) and not node.orelse:
+                return True
+            return on
+        if isinstance(node, ast.Assert) and self._polarity(node.test) == 1:
+            return True
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            inside = on or any(self._is(item.context_expr, self.contexts) for item in node.items)
+            self._block(node.body, inside)
+            return inside
+        for child in child_statements(node):
+            if isinstance(child, ast.stmt):
+                self._statement(child, on)
+            else:  # an except handler or a match case: its body
+                self._block(getattr(child, "body", []), on)
+        return on
+
+    def _calls(self, node: ast.stmt) -> None:
+        """Count the calls in the statement's own expressions (not in its nested blocks)."""
+        stack: list[ast.AST] = [
+            value for name, value in ast.iter_fields(node) if name not in _BLOCK_FIELDS and isinstance(value, ast.AST)
+        ]
+        stack += [
+            item for name, value in ast.iter_fields(node) if name not in _BLOCK_FIELDS and isinstance(value, list)
+            for item in value if isinstance(item, ast.AST)
+        ]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, ast.Call):
+                target = current.func
+                name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
+                if name:
+                    self.counts[name] = self.counts.get(name, 0) + 1
+            stack.extend(ast.iter_child_nodes(current))
+
+
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
 
 
 def _join(prefix: str, name: str) -> str:

@@ -268,7 +268,10 @@ def prepare_source(
     prepared.lines = split_lines(text)
     statements = walk_statements(tree)
     prepared.imports = ImportTable.from_statements(statements, module_name, is_package)
-    prepared.declarations = module_declarations(tree, module_name, prepared.imports, config.empty_sentinels)
+    prepared.declarations = module_declarations(
+        tree, module_name, prepared.imports, config.empty_sentinels, config.output_classes,
+        config.connector_guards, config.connector_contexts,
+    )
     optional_attributes = declared_optional_attributes(statements, prepared.imports, config.payload_class)
     prepared.optional_attributes = frozenset(optional_attributes)
     output_classes = prepared.imports.aliases_of(config.output_classes)

@@ -99,7 +99,10 @@ def run(
         declarations = [entry for p in prepared for entry in p.declarations]
         if cache is not None:
             declarations += cache.recalled_declarations()
-        index, callers = _build_index(declarations, skipped, config)
+        texts = [p.text for p in prepared]
+        if cache is not None:
+            texts += cache.recalled_texts()
+        index, callers = _build_index(declarations, skipped, config, texts)
         extra_names = EVERYTHING if everything else tuple(sorted(index.candidate_names()))
         caller_work = [(f, d, config, extra_names) for f, d in callers]
         if cache is not None:
@@ -166,6 +169,10 @@ class _RunCache:
                 yield source, data, config, names
             else:
                 self.recalled[source.display_path] = (source, data, names, cached)
+
+    def recalled_texts(self) -> list[str]:
+        """The sources of the files recalled so far (connector callees are counted in them)."""
+        return [data.decode("utf-8", "replace") for _, data, *_ in self.recalled.values()]
 
     def recalled_declarations(self) -> list[Declaration]:
         """The declarations of the files recalled so far (the tree index is built from them)."""
@@ -240,7 +247,8 @@ def index_tree(paths: Sequence[Path], config: Config) -> tuple[TreeIndex, frozen
         (relevant if mentions_any(data, names) else skipped).append((entry, data))
     prepared = [_prepare((entry, data, config, ())) for entry, data in relevant]
     entries = [entry for p in prepared for entry in p.declarations]
-    return _build_index(entries, skipped, config)[0], frozenset(os.path.abspath(entry.path) for entry, _ in candidates)
+    index = _build_index(entries, skipped, config, [p.text for p in prepared])[0]
+    return index, frozenset(os.path.abspath(entry.path) for entry, _ in candidates)
 
 
 def _read(
@@ -260,21 +268,26 @@ def _read(
 
 
 def _build_index(
-    entries: list[Declaration], skipped: list[tuple[SourceFile, bytes]], config: Config
+    entries: list[Declaration], skipped: list[tuple[SourceFile, bytes]], config: Config,
+    relevant_texts: Sequence[str] = (),
 ) -> tuple[TreeIndex, list[tuple[SourceFile, bytes]]]:
-    """Merge the relevant files' function entries, and pick the skipped files that
+    """Merge the relevant files' declarations, and pick the skipped files that
     mention an Optional-returning function (its callers). A method name also
     defined in a skipped file is not Optional-only; such a file mentions the
-    name, so only the callers need that second look."""
-    first = TreeIndex(entries, payload_class=config.payload_class)
-    candidates = tuple(sorted(first.candidate_names()))
+    name, so only the callers need that second look. Last, the functions every
+    mention of which is a call on a connector path (`relevant_texts` are the
+    relevant files' sources)."""
+    index = TreeIndex(entries, payload_class=config.payload_class)
+    candidates = tuple(sorted(index.candidate_names()))
     callers = [(source, data) for source, data in skipped if mentions_any(data, candidates)] if candidates else []
-    if not first.optional_method_names:
-        return first, callers
-    names = sorted(first.optional_method_names)
-    pattern = re.compile(rb"\bdef\s+(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b")
-    elsewhere = {match.group(1).decode() for _, data in callers for match in pattern.finditer(data)}
-    return TreeIndex(entries, elsewhere, config.payload_class), callers
+    if index.optional_method_names:
+        names = sorted(index.optional_method_names)
+        pattern = re.compile(rb"\bdef\s+(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b")
+        elsewhere = {match.group(1).decode() for _, data in callers for match in pattern.finditer(data)}
+        index = TreeIndex(entries, elsewhere, config.payload_class)
+    if index.callee_candidates():
+        index.find_connector_callees(relevant_texts, [data for _, data in skipped])
+    return index, callers
 
 
 class _Pool:

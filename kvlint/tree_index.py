@@ -14,7 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from itertools import chain
 
-from kvlint.declarations import ClassDecl, Declaration, FunctionDecl, GlobalDecl, TypeRef
+import re
+from collections.abc import Sequence
+
+from kvlint.declarations import ClassDecl, Declaration, FunctionDecl, GlobalDecl, PathCalls, TypeRef
 from kvlint.names import matches
 
 # Functions every Python program knows never return (a path that calls one ends there).
@@ -52,6 +55,8 @@ class TreeIndex:
         self.functions: dict[str, FunctionDecl] = {}
         self.classes: dict[str, ClassDecl] = {}
         self.globals: dict[str, TypeRef] = {}
+        self.path_calls: dict[str, int] = {}  # calls of each name made where a connector is active
+        self.connector_callees: frozenset[str] = frozenset()  # functions only ever called there
         classes_by_name: dict[str, list[ClassDecl]] = {}
         for decl in declarations:
             if isinstance(decl, FunctionDecl):
@@ -61,6 +66,9 @@ class TreeIndex:
                 classes_by_name.setdefault(decl.name, []).append(decl)
             elif isinstance(decl, GlobalDecl):
                 self.globals[decl.qualname] = decl.type
+            elif isinstance(decl, PathCalls):
+                for name, count in decl.counts:
+                    self.path_calls[name] = self.path_calls.get(name, 0) + count
         self._unique_classes = {name: found[0] for name, found in classes_by_name.items() if len(found) == 1}
         functions = [d for d in declarations if isinstance(d, FunctionDecl)]
         self.optional_qualnames = frozenset(d.qualname for d in functions if returns_optional_payload(d, payload))
@@ -84,7 +92,28 @@ class TreeIndex:
             sorted([d.to_json() for d in self.classes.values()], key=repr),
             sorted([[q, t.to_json()] for q, t in self.globals.items()], key=repr),
             sorted(self.optional_method_names),
+            sorted(self.connector_callees),
         ]
+
+    def callee_candidates(self) -> list[str]:
+        """Functions that return an output and are called on a connector path somewhere: if every mention
+        of the name in the tree is such a call, the function is on a connector path itself."""
+        producing = {d.name for d in self.functions.values() if d.returns_output}
+        return sorted(name for name in producing if self.path_calls.get(name))
+
+    def find_connector_callees(self, relevant_texts: Sequence[str], other_files: Sequence[bytes]) -> None:
+        """Keep the candidates whose every mention in the tree is one of the counted calls."""
+        found = []
+        for name in self.callee_candidates():
+            if any(name.encode() in data for data in other_files):
+                continue  # mentioned in a file that has no connector guard at all
+            mention = re.compile(rf"\b{re.escape(name)}\b")
+            definition = re.compile(rf"\bdef\s+{re.escape(name)}\b")
+            mentions = sum(len(mention.findall(text)) - len(definition.findall(text)) for text in relevant_texts
+                           if name in text)
+            if mentions == self.path_calls[name]:
+                found.append(name)
+        self.connector_callees = frozenset(found)
 
     # ------------------------------------------------------------ functions
 

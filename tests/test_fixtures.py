@@ -50,12 +50,6 @@ def test_fixture_findings_match_markers_exactly(fixture_run) -> None:
 
 
 REALISTIC = FIXTURES / "realistic"
-# Connector paths across calls (a helper whose every call site is on a connector path) are not built yet:
-# these two marked lines are the misses that costs. The test fails when either starts being found.
-KNOWN_MISSES = Counter({
-    ("fixtures/realistic/gpu_model_runner.py", 58, "KVC002"): 1,
-    ("fixtures/realistic/kv_step_helpers.py", 28, "KVC002"): 1,
-})
 
 
 def test_realistic_area_findings_match_markers_exactly() -> None:
@@ -73,11 +67,9 @@ def test_realistic_area_findings_match_markers_exactly() -> None:
     expected = expected_findings(REALISTIC)
     assert sum(expected.values()) >= 100
     assert {code for (_, _, code) in expected} == {"KVC001", "KVC002", "KVC003", "KVC004", "KVC005", "KVC006"}
-    missing = sorted((expected - actual - KNOWN_MISSES).elements())
+    missing = sorted((expected - actual).elements())
     extra = sorted((actual - expected).elements())
     assert not missing and not extra, f"missing: {missing}\nextra: {extra}"
-    assert not KNOWN_MISSES & actual, "a known miss is found now: take it off KNOWN_MISSES"
-    assert KNOWN_MISSES <= expected
 
 
 def test_fixture_tree_is_large_enough() -> None:

@@ -114,6 +114,8 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
             reason = f"`{node.name.value}` is listed in connector-functions"
         elif self._has_connector_marker(node):
             reason = "marked `# kvlint: connector-path`"
+        elif node.name.value in self.index.connector_callees:
+            reason = f"every call of `{node.name.value}` in the tree is on a connector path"
         if reason:
             state.path = PathFact.ON
             state.path_reason = reason
