@@ -99,3 +99,124 @@ def test_a_definition_in_a_file_the_scan_skipped_still_counts(tmp_path: Path, mo
     assert [(f.path, f.code) for f in run([Path(".")], Config(), jobs=1).findings] == [("consumer.py", "KVC001")]
     (tmp_path / "unrelated.py").write_text("class Queue:\n    def poll(self):\n        return 1\n")
     assert run([Path(".")], Config(), jobs=1).findings == []
+
+
+DECLARED = '''
+import sys
+from dataclasses import dataclass
+from typing import NoReturn, Optional
+from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT, KVConnectorOutput, ModelRunnerOutput
+
+LAST: KVConnectorOutput | None = None
+
+@dataclass
+class StepOutput:
+    req_ids: list[str]
+    kv_connector_output: KVConnectorOutput
+    extra: "Optional[KVConnectorOutput]" = None
+
+class Runner(Base):
+    _EMPTY = EMPTY_MODEL_RUNNER_OUTPUT
+
+    def __init__(self):
+        self.pending: dict[int, KVConnectorOutput | None] = {}
+        self.helper = Helper()
+
+    @property
+    def last(self) -> KVConnectorOutput | None: ...
+
+    def fail(self, why: str) -> NoReturn: ...
+
+    def stop(self, why):
+        raise RuntimeError(why)
+
+    def todo(self):
+        raise NotImplementedError
+
+    def step(self):
+        return EMPTY_MODEL_RUNNER_OUTPUT
+'''
+
+
+def _declarations():
+    from kvlint.declarations import ClassDecl, GlobalDecl, TypeRef
+
+    tree = ast.parse(DECLARED)
+    found = module_declarations(tree, "pkg.mod", ImportTable.from_ast(tree, "pkg.mod"),
+                                ("EMPTY_MODEL_RUNNER_OUTPUT",), ("ModelRunnerOutput",))
+    classes = {d.name: d for d in found if isinstance(d, ClassDecl)}
+    functions = {d.qualname: d for d in found if isinstance(d, FunctionDecl)}
+    globals_ = {d.qualname: d.type for d in found if isinstance(d, GlobalDecl)}
+    return found, classes, functions, globals_, TypeRef
+
+
+def test_declarations_read_fields_properties_attributes_and_globals() -> None:
+    found, classes, functions, globals_, TypeRef = _declarations()
+    payload = "vllm.v1.outputs.KVConnectorOutput"
+    step = dict(classes["StepOutput"].members)
+    assert step["kv_connector_output"] == TypeRef("class", payload)
+    assert step["extra"] == TypeRef("class", payload, optional=True)
+    assert classes["StepOutput"].fields == ("req_ids", "kv_connector_output", "extra")
+    runner = dict(classes["Runner"].members)
+    assert runner["last"] == TypeRef("class", payload, optional=True)  # a property
+    assert runner["pending"] == TypeRef("dict", element=TypeRef("class", payload, optional=True))
+    assert runner["helper"] == TypeRef("class", "Helper")  # the one construction that ever sets it
+    assert classes["Runner"].sentinel_members == ("_EMPTY",)
+    assert classes["Runner"].bases == ("Base",)
+    assert globals_["pkg.mod.LAST"] == TypeRef("class", payload, optional=True)
+    assert functions["pkg.mod.Runner.fail"].never_returns
+    assert functions["pkg.mod.Runner.stop"].never_returns  # its body always raises
+    assert not functions["pkg.mod.Runner.todo"].never_returns  # an abstract stub is no NoReturn
+    assert functions["pkg.mod.Runner.step"].returns_output
+    from kvlint.declarations import declaration_from_json
+
+    assert [declaration_from_json(d.to_json()) for d in found] == found  # what the result cache keeps
+
+
+def test_the_index_looks_members_up_through_bases() -> None:
+    source = (
+        "from vllm.v1.outputs import KVConnectorOutput\n"
+        "class Base:\n    kv_connector_output: KVConnectorOutput | None = None\n"
+        "    def poll(self) -> KVConnectorOutput | None: ...\n"
+        "class Wrapper(Base):\n    kv_connector_output: KVConnectorOutput\n"
+        "class Child(Base):\n    pass\n"
+        "class Other:\n    def poll(self) -> int: ...\n"
+    )
+    tree = ast.parse(source)
+    index = TreeIndex(module_declarations(tree, "m", ImportTable.from_ast(tree, "m")))
+    assert not index.member("m.Wrapper", "kv_connector_output").optional  # the nearest declaration wins
+    assert index.member("m.Child", "kv_connector_output").optional
+    assert index.method("m.Child", "poll").returns.optional
+    assert index.method("m.Other", "poll").returns.name == "int"
+    assert not index.returns_optional("x.poll", "m")  # by name alone, `poll` is ambiguous: silence
+
+
+CALLERS = '''
+from vllm.distributed.kv_transfer import has_kv_transfer_group
+from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT
+
+class Runner:
+    def flush(self):
+        return EMPTY_MODEL_RUNNER_OUTPUT
+
+    def idle(self):
+        return EMPTY_MODEL_RUNNER_OUTPUT
+
+    def step(self, work):
+        if not work:
+            if not has_kv_transfer_group():
+                return None
+            return self.flush()
+        if has_kv_transfer_group() and self.ready:
+            self.flush()
+        self.idle()
+'''
+
+
+def test_a_function_called_only_on_connector_paths_is_on_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "runner.py").write_text(CALLERS)
+    monkeypatch.chdir(tmp_path)
+    found = [(f.line, f.code) for f in run([Path(".")], Config(), jobs=1).findings]
+    assert found == [(7, "KVC002")]  # `flush`; `idle` is also called off the path
+    (tmp_path / "elsewhere.py").write_text("def later(runner):\n    return runner.flush\n")
+    assert run([Path(".")], Config(), jobs=1).findings == []  # a mention that is not a guarded call
