@@ -350,7 +350,9 @@ def module_declarations(
     tree: ast.Module, module_name: str, imports: ImportTable, empty_sentinels: Iterable[str] = (),
     output_classes: Iterable[str] = (), guards: Iterable[str] = (), contexts: Iterable[str] = (),
 ) -> list[Declaration]:
-    """Every declaration of one module, in a stable order."""
+    """Every declaration of one module, in a stable order. Empty `output_classes` (the module names no
+    output class nor sentinel) skips looking for producers; empty `guards` and `contexts` skip counting
+    the calls made on connector paths."""
     resolve = _local_resolver(tree, module_name, imports)
     sentinels = tuple(empty_sentinels)
     outputs = tuple(output_classes)
@@ -367,8 +369,8 @@ def module_declarations(
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 returns = type_of_annotation(child.returns, resolve)
                 qualname = _join(prefix, child.name)
-                found.append(FunctionDecl(qualname, child.name, returns, _never_returns(child, returns),
-                                          _returns_output(child, resolve, sentinels, outputs)))
+                produces = bool(outputs) and _returns_output(child, resolve, sentinels, outputs)
+                found.append(FunctionDecl(qualname, child.name, returns, _never_returns(child, returns), produces))
                 stack.append((child, f"{qualname}.<locals>"))
             elif isinstance(child, ast.ClassDef):
                 qualname = _join(prefix, child.name)
@@ -392,9 +394,15 @@ def _returns_output(
         current = stack.pop()
         if isinstance(current, ast.Return) and current.value is not None:
             value = current.value
+            if isinstance(value, ast.Call) and ast_dotted_name(value.func) in _COPIES and value.args:
+                value = value.args[0]  # `return copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)`
             target = value.func if isinstance(value, ast.Call) else value
             name = ast_dotted_name(target)
             if name is not None and matches(resolve(name), outputs if isinstance(value, ast.Call) else sentinels):
+                return True
+        if isinstance(current, (ast.Assign, ast.AnnAssign, ast.Expr)) and isinstance(current.value, ast.Call):
+            name = ast_dotted_name(current.value.func)  # it builds an output, to return it (or a wrapper) later
+            if name is not None and matches(resolve(name), outputs):
                 return True
         nested = isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
         if isinstance(current, ast.stmt) and not nested:
@@ -486,6 +494,7 @@ class PathCallCounter:
             stack.extend(ast.iter_child_nodes(current))
 
 
+_COPIES = frozenset({"copy", "deepcopy", "replace", "copy.copy", "copy.deepcopy", "dataclasses.replace"})
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
 

@@ -268,9 +268,14 @@ def prepare_source(
     prepared.lines = split_lines(text)
     statements = walk_statements(tree)
     prepared.imports = ImportTable.from_statements(statements, module_name, is_package)
+
+    def mentioned(names: Iterable[str]) -> tuple[str, ...]:  # a str.find per name spares an `ast` walk
+        return tuple(name for name in names if name.rpartition(".")[2] in text)
+
     prepared.declarations = module_declarations(
-        tree, module_name, prepared.imports, config.empty_sentinels, config.output_classes,
-        config.connector_guards, config.connector_contexts,
+        tree, module_name, prepared.imports, config.empty_sentinels,
+        mentioned((*config.output_classes, *config.empty_sentinels)) and config.output_classes,
+        mentioned(config.connector_guards), mentioned(config.connector_contexts),
     )
     optional_attributes = declared_optional_attributes(statements, prepared.imports, config.payload_class)
     prepared.optional_attributes = frozenset(optional_attributes)

@@ -70,6 +70,15 @@ class TreeIndex:
                 for name, count in decl.counts:
                     self.path_calls[name] = self.path_calls.get(name, 0) + count
         self._unique_classes = {name: found[0] for name, found in classes_by_name.items() if len(found) == 1}
+        # every dotted prefix of a declared name: the modules (and classes) the tree holds
+        scopes: set[str] = set()
+        for qualname in chain(self.classes, self.functions):
+            while "." in qualname:
+                qualname = qualname.rpartition(".")[0]
+                if qualname in scopes:
+                    break
+                scopes.add(qualname)
+        self._scopes = frozenset(scopes)
         functions = [d for d in declarations if isinstance(d, FunctionDecl)]
         self.optional_qualnames = frozenset(d.qualname for d in functions if returns_optional_payload(d, payload))
         optional_names = {d.name for d in functions if returns_optional_payload(d, payload)}
@@ -88,7 +97,8 @@ class TreeIndex:
     def key(self) -> list[object]:
         """Everything a file's report may depend on, for the result cache's key."""
         return [
-            sorted([d.to_json() for d in self.functions.values()], key=repr),
+            # `returns_output` matters to its own file (keyed by content) and through `connector_callees`
+            sorted([d.to_json()[:-1] for d in self.functions.values()], key=repr),
             sorted([d.to_json() for d in self.classes.values()], key=repr),
             sorted([[q, t.to_json()] for q, t in self.globals.items()], key=repr),
             sorted(self.optional_method_names),
@@ -105,13 +115,14 @@ class TreeIndex:
         """Keep the candidates whose every mention in the tree is one of the counted calls."""
         found = []
         for name in self.callee_candidates():
-            if any(name.encode() in data for data in other_files):
-                continue  # mentioned in a file that has no connector guard at all
             mention = re.compile(rf"\b{re.escape(name)}\b")
             definition = re.compile(rf"\bdef\s+{re.escape(name)}\b")
             mentions = sum(len(mention.findall(text)) - len(definition.findall(text)) for text in relevant_texts
                            if name in text)
-            if mentions == self.path_calls[name]:
+            if mentions != self.path_calls[name]:
+                continue  # also called, or named, off the path in the relevant files
+            encoded = name.encode()
+            if not any(encoded in data for data in other_files):  # the other files have no guard at all
                 found.append(name)
         self.connector_callees = frozenset(found)
 
@@ -149,8 +160,7 @@ class TreeIndex:
 
     def _known_module(self, name: str) -> bool:
         """Whether the tree holds the module a dotted class name points into (then it is not there)."""
-        module = name.rpartition(".")[0]
-        return any(q.startswith(module + ".") for q in chain(self.classes, self.functions))
+        return name.rpartition(".")[0] in self._scopes
 
     def mro(self, qualname: str) -> list[ClassDecl]:
         """The class and its bases that the tree declares, nearest first (depth-first, cycle-safe)."""

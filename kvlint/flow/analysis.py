@@ -11,6 +11,7 @@ import libcst as cst
 
 from kvlint.annotations import AnnotationKind, classify_annotation_text
 from kvlint.config import Config
+from kvlint.declarations import TypeRef
 from kvlint.flow.expressions import COPY_FUNCTIONS, Expressions
 from kvlint.flow.narrowing import Narrowing
 from kvlint.flow.recording import Recording
@@ -60,6 +61,7 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         self.fixpoint_depth = 0
         self.scope = ScopeContext("<module>")
         self.pending: list[tuple[cst.CSTNode, ScopeContext]] = []
+        self.annotation_types: dict[str, TypeRef | None] = {}  # annotation text -> what it declares
         self.declared_defaults: dict[str, Value] = {}  # reference keys whose default a declaration gave
         self.shielded = ""  # inside `try` whose handlers catch AttributeError (or a base): the handler it names
         self.attached_outputs: set[tuple[object, ...]] = set()  # outputs given their connector output later
@@ -159,6 +161,10 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         """Does the function return an output: declared so, or returning a construction, the sentinel or a copy?"""
         if node.returns is not None and self._names_output_class(node.returns.annotation):
             return True  # `-> ModelRunnerOutput | AsyncOutput | None` too: any member that is an output
+        qualname = f"{self.module_name}.{self.scope.qualname}" if self.module_name else self.scope.qualname
+        declared = self.index.functions.get(qualname)
+        if declared is not None:
+            return declared.returns_output  # the declaration index looked at its returns already
         stack: list[cst.CSTNode] = [node.body]
         while stack:
             current = stack.pop()

@@ -124,13 +124,17 @@ class Expressions:
 
     def _annotation_value(self, annotation: cst.BaseExpression, origin: str) -> Value | None:
         """The value an annotation in this module declares (a parameter, an annotated local)."""
-        import ast
+        text = self.module.code_for_node(annotation).strip()
+        if text not in self.annotation_types:
+            import ast
 
-        try:
-            tree = ast.parse(self.module.code_for_node(annotation).strip(), mode="eval").body
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
-        return self._typed_value(type_of_annotation(tree, self._resolve_type_name), origin)
+            try:
+                tree = ast.parse(text, mode="eval").body
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self.annotation_types[text] = None
+            else:
+                self.annotation_types[text] = type_of_annotation(tree, self._resolve_type_name)
+        return self._typed_value(self.annotation_types[text], origin)
 
     def _resolve_type_name(self, spelled: str) -> str:
         root = spelled.partition(".")[0]
@@ -446,12 +450,17 @@ class Expressions:
                 return Value(Nullness.NOT_NONE, cls=constructed.qualname)
         if self.index.never_returns(callee, self.module_name) or (decl is not None and decl.never_returns):
             return Value(Nullness.UNKNOWN, never_returns=True)
-        origin = f"`{self._code(node.func)}()`, declared `-> {self.config.payload_class} | None`"
         if decl is not None:
-            return self._typed_value(decl.returns, origin) or UNTRACKED
+            if decl.returns is None or decl.returns.kind not in ("class", "list", "dict"):
+                return UNTRACKED
+            return self._typed_value(decl.returns, self._declared_origin(node)) or UNTRACKED
         if callee is not None and self.index.returns_optional(callee, self.module_name):
-            return Value(Nullness.MAYBE_NONE, connector_output=True, evidence=True, origin=origin, kv_source=True)
+            return Value(Nullness.MAYBE_NONE, connector_output=True, evidence=True, origin=self._declared_origin(node),
+                         kv_source=True)
         return UNTRACKED
+
+    def _declared_origin(self, node: cst.Call) -> str:
+        return f"`{self._code(node.func)}()`, declared `-> {self.config.payload_class} | None`"
 
     def _expr_BinaryOperation(self, node: cst.BinaryOperation, state: NullnessState) -> Value:
         left = self._eval(node.left, state)

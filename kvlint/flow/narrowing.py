@@ -34,7 +34,11 @@ class Narrowing:
             return a.copy()
         values: dict[str, Value] = {}
         for key in a.values.keys() | b.values.keys():
-            left = a.values.get(key) or self._default_for_key(key)
+            left = a.values.get(key)
+            if left is not None and left is b.values.get(key):
+                values[key] = left  # the same value on both paths (most keys, most joins)
+                continue
+            left = left or self._default_for_key(key)
             right = b.values.get(key) or self._default_for_key(key)
             if left is None or right is None:
                 # bound on one path only: its value there proves nothing about the other path

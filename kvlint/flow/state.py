@@ -84,7 +84,7 @@ def join_nullness(a: Nullness, b: Nullness) -> Nullness:
 
 def join_values(a: Value, b: Value) -> Value:
     """Join two abstract values reaching one point."""
-    if a == b:
+    if a is b or a == b:
         return a
     return Value(
         nullness=join_nullness(a.nullness, b.nullness),
