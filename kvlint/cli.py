@@ -323,7 +323,7 @@ def _check_stdin(args: argparse.Namespace) -> int:
     else:
         baseline = None
     data = sys.stdin.buffer.read()
-    from kvlint.discovery import display_path
+    from kvlint.paths import display_path
 
     display = display_path(Path(name)) if name else "-"
     module_name, is_package = module_name_for(Path(name)) if name else ("", False)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kvlint.discovery import display_path
+from kvlint.paths import display_path
 
 CONNECTOR_PATH_MARKER = "kvlint: connector-path"
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kvlint.paths import display_path
+
 if TYPE_CHECKING:
     from kvlint.config import Config
 
@@ -62,19 +64,6 @@ class UnreadablePath:
     path: Path
     display_path: str
     reason: str
-
-
-def display_path(path: Path, cwd: Path | None = None) -> str:
-    """Return `path` relative to `cwd` when under it, else absolute, with `/` separators."""
-    base = os.path.abspath(cwd if cwd is not None else os.getcwd())
-    absolute = os.path.normpath(os.path.join(base, path))
-    try:
-        relative = os.path.relpath(absolute, base)
-    except ValueError:
-        return Path(absolute).as_posix()
-    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
-        return Path(absolute).as_posix()
-    return Path(relative).as_posix()
 
 
 def _reason(exc: OSError) -> str:

@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable, Sequence
 
 from kvlint.findings import Finding
-from kvlint.report_formats import as_sarif
+from kvlint.sarif import as_sarif
 
 
 def as_text(findings: Sequence[Finding]) -> str:

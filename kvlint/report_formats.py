@@ -1,129 +1,37 @@
-"""Audit formats (text, json, markdown, sarif, mermaid, dot) and `kvlint check --format sarif`.
+"""Audit formats: text, json, markdown, sarif (from `kvlint.sarif`, which `check` shares too),
+mermaid and dot.
 
-Each format renders an `AuditReport` (or, for `as_sarif`, a list of findings) to
-one string. Nothing here analyses code; the producer -> consumer graph only
-groups the inventory by function. Every format but text holds no time, so two
+Each format renders an `AuditReport` to one string. Nothing here analyses code;
+the producer -> consumer graph only groups the inventory by function. Every format but text holds no time, so two
 runs over the same tree print the same bytes.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
-import os
 import posixpath
-import re
 import urllib.parse
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from kvlint import __version__
-from kvlint.baseline import keyed
-from kvlint.findings import Finding
-from kvlint.rules import RULES, Rule
+from kvlint.rules import RULES
+from kvlint.sarif import as_sarif_with_summary
 
-if TYPE_CHECKING:  # kvlint.output imports this module for `check --format sarif`
+if TYPE_CHECKING:
     from kvlint.audit import AuditReport
 
-SARIF_SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 TEXT_WIDTH = 120  # the text report's width when it is not on a terminal (files, pipes, golden tests)
 
 
-# ------------------------------------------------------------------ SARIF
-
-
-def _sarif_rule(rule: Rule) -> dict[str, object]:
-    example = "\n".join(
-        ["**Example**", "", "```python", rule.bad.strip("\n"), "```", "", "**Use instead**", "",
-         "```python", rule.good.strip("\n"), "```"]
-    )
-    options = "\n".join(f"- `{option}`" for option in rule.options)
-    markdown = f"{rule.what}\n\n**Why is this bad?** {rule.why}\n\n{example}\n"
-    if options:
-        markdown += f"\n**Options**\n\n{options}\n"
-    return {
-        "id": rule.code,
-        "name": rule.name,
-        "shortDescription": {"text": rule.summary},
-        "fullDescription": {"text": rule.what},
-        "help": {"text": rule.documentation(), "markdown": markdown},
-        "defaultConfiguration": {"level": "error"},
-        "properties": {"tags": ["kvlint", "correctness"], "precision": "high", "problem.severity": "error"},
-    }
-
-
-def _artifact_uri(path: str) -> dict[str, str]:
-    """A relative path stays relative to the checkout (`%SRCROOT%`); an absolute one becomes a file URI."""
-    if path.startswith("/") or re.match(r"^[A-Za-z]:[/\\]", path):
-        return {"uri": "file://" + urllib.parse.quote(PurePosixPath(path.replace("\\", "/")).as_posix())}
-    return {"uri": urllib.parse.quote(path), "uriBaseId": "%SRCROOT%"}
-
-
-def sarif_log(findings: Sequence[Finding], properties: dict[str, object] | None = None) -> dict[str, object]:
-    """A SARIF 2.1.0 log with one run: every registered rule and one result per finding."""
-    codes = list(RULES)
-    results = []
-    for key, finding in sorted(keyed(findings, Path(os.curdir)), key=lambda pair: pair[1]):
-        fingerprint = hashlib.sha256(
-            "\0".join((key.path, key.code, key.function, key.snippet, str(key.occurrence))).encode()
-        ).hexdigest()
-        result: dict[str, object] = {
-            "ruleId": finding.code,
-            "level": "error",
-            "message": {"text": finding.message},
-            "locations": [{
-                "physicalLocation": {
-                    "artifactLocation": _artifact_uri(finding.path),
-                    "region": {
-                        "startLine": finding.line,
-                        "startColumn": finding.column + 1,
-                        "endLine": max(finding.end_line, finding.line),
-                        "endColumn": finding.end_column + 1,
-                    },
-                },
-                **({"logicalLocations": [{"fullyQualifiedName": finding.function, "kind": "function"}]}
-                   if finding.function and finding.function != "<module>" else {}),
-            }],
-            # the baseline key: stable when unrelated edits move the finding's line
-            "partialFingerprints": {"kvlintFinding/v1": fingerprint},
-        }
-        if finding.code in RULES:
-            result["ruleIndex"] = codes.index(finding.code)
-        results.append(result)
-    run: dict[str, object] = {
-        "tool": {
-            "driver": {
-                "name": "kvlint",
-                "version": __version__,
-                "semanticVersion": __version__,
-                "rules": [_sarif_rule(rule) for rule in RULES.values()],
-            }
-        },
-        "columnKind": "unicodeCodePoints",
-        "results": results,
-    }
-    if properties:
-        run["properties"] = properties
-    return {"$schema": SARIF_SCHEMA_URI, "version": "2.1.0", "runs": [run]}
-
-
-def as_sarif(findings: Sequence[Finding]) -> str:
-    """`kvlint check --format sarif`: SARIF 2.1.0 for GitHub code scanning."""
-    return json.dumps(sarif_log(findings), indent=2, ensure_ascii=False) + "\n"
+# ---------------------------------------------------------- SARIF and JSON
 
 
 def audit_sarif(report: AuditReport) -> str:
     """The audit's findings as SARIF, with the inventory's counts as run properties."""
-    summary = report.to_json()["summary"]
-    return json.dumps(sarif_log(report.findings, {"kvlintAuditSummary": summary}), indent=2,
-                      ensure_ascii=False) + "\n"
-
-
-# ------------------------------------------------------------------- JSON
+    return as_sarif_with_summary(report.findings, report.to_json()["summary"])
 
 
 def audit_json(report: AuditReport) -> str:
@@ -722,7 +630,13 @@ class ProgressBar:
             return
         if self.progress is None:
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
 
             self.progress = Progress(
                 TextColumn("kvlint: analysing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

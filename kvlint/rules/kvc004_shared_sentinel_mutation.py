@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvlint.rules import Rule
+from kvlint.rules.rule import Rule
 from kvlint.sites import SentinelUseKind, Site, SiteKind
 
 

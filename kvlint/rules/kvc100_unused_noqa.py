@@ -6,7 +6,7 @@ comments with the findings they would silence (`kvlint.unused_noqa`).
 
 from __future__ import annotations
 
-from kvlint.rules import Rule
+from kvlint.rules.rule import Rule
 
 RULE = Rule(
     code="KVC100",

@@ -1,0 +1,44 @@
+"""What a rule is: its code, name, documentation in ruff's sections, and a predicate over sites."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kvlint.sites import Site
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule: documentation in ruff's sections, and a predicate over sites."""
+
+    code: str
+    name: str  # kebab-case slug, stable like the code
+    summary: str  # one line, for tables
+    what: str  # what it does
+    why: str  # why it is bad
+    bad: str  # example that triggers the rule
+    good: str  # the same code, fixed
+    options: tuple[str, ...] = ()  # configuration keys that shape the rule
+    check: Callable[[Site], str | None] | None = None  # message when the site violates the rule
+
+    def documentation(self) -> str:
+        """Render the rule's documentation as `kvlint explain` prints it."""
+        lines = [
+            f"{self.code} ({self.name})",
+            "",
+            "What it does",
+            f"  {self.what}",
+            "",
+            "Why is this bad?",
+            f"  {self.why}",
+            "",
+            "Example",
+            *("    " + line if line else "" for line in self.bad.strip("\n").splitlines()),
+            "",
+            "Use instead",
+            *("    " + line if line else "" for line in self.good.strip("\n").splitlines()),
+        ]
+        if self.options:
+            lines += ["", "Options", *(f"  - {option}" for option in self.options)]
+        return "\n".join(lines) + "\n"

@@ -1,0 +1,103 @@
+"""SARIF 2.1.0 (GitHub code scanning) for `kvlint check --format sarif` and `kvlint audit --format sarif`:
+rule metadata generated from the registry, one result per finding."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import urllib.parse
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+from kvlint import __version__
+from kvlint.baseline import keyed
+from kvlint.findings import Finding
+from kvlint.rules import RULES, Rule
+
+SARIF_SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+
+
+def _sarif_rule(rule: Rule) -> dict[str, object]:
+    example = "\n".join(
+        ["**Example**", "", "```python", rule.bad.strip("\n"), "```", "", "**Use instead**", "",
+         "```python", rule.good.strip("\n"), "```"]
+    )
+    options = "\n".join(f"- `{option}`" for option in rule.options)
+    markdown = f"{rule.what}\n\n**Why is this bad?** {rule.why}\n\n{example}\n"
+    if options:
+        markdown += f"\n**Options**\n\n{options}\n"
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": rule.what},
+        "help": {"text": rule.documentation(), "markdown": markdown},
+        "defaultConfiguration": {"level": "error"},
+        "properties": {"tags": ["kvlint", "correctness"], "precision": "high", "problem.severity": "error"},
+    }
+
+
+def _artifact_uri(path: str) -> dict[str, str]:
+    """A relative path stays relative to the checkout (`%SRCROOT%`); an absolute one becomes a file URI."""
+    if path.startswith("/") or re.match(r"^[A-Za-z]:[/\\]", path):
+        return {"uri": "file://" + urllib.parse.quote(PurePosixPath(path.replace("\\", "/")).as_posix())}
+    return {"uri": urllib.parse.quote(path), "uriBaseId": "%SRCROOT%"}
+
+
+def sarif_log(findings: Sequence[Finding], properties: dict[str, object] | None = None) -> dict[str, object]:
+    """A SARIF 2.1.0 log with one run: every registered rule and one result per finding."""
+    codes = list(RULES)
+    results = []
+    for key, finding in sorted(keyed(findings, Path(os.curdir)), key=lambda pair: pair[1]):
+        fingerprint = hashlib.sha256(
+            "\0".join((key.path, key.code, key.function, key.snippet, str(key.occurrence))).encode()
+        ).hexdigest()
+        result: dict[str, object] = {
+            "ruleId": finding.code,
+            "level": "error",
+            "message": {"text": finding.message},
+            "locations": [{
+                "physicalLocation": {
+                    "artifactLocation": _artifact_uri(finding.path),
+                    "region": {
+                        "startLine": finding.line,
+                        "startColumn": finding.column + 1,
+                        "endLine": max(finding.end_line, finding.line),
+                        "endColumn": finding.end_column + 1,
+                    },
+                },
+                **({"logicalLocations": [{"fullyQualifiedName": finding.function, "kind": "function"}]}
+                   if finding.function and finding.function != "<module>" else {}),
+            }],
+            # the baseline key: stable when unrelated edits move the finding's line
+            "partialFingerprints": {"kvlintFinding/v1": fingerprint},
+        }
+        if finding.code in RULES:
+            result["ruleIndex"] = codes.index(finding.code)
+        results.append(result)
+    run: dict[str, object] = {
+        "tool": {
+            "driver": {
+                "name": "kvlint",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "rules": [_sarif_rule(rule) for rule in RULES.values()],
+            }
+        },
+        "columnKind": "unicodeCodePoints",
+        "results": results,
+    }
+    if properties:
+        run["properties"] = properties
+    return {"$schema": SARIF_SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+
+
+def as_sarif(findings: Sequence[Finding]) -> str:
+    """`kvlint check --format sarif`: SARIF 2.1.0 for GitHub code scanning."""
+    return json.dumps(sarif_log(findings), indent=2, ensure_ascii=False) + "\n"
+
+
+def as_sarif_with_summary(findings: Sequence[Finding], summary: object) -> str:
+    """Findings as SARIF with an audit's inventory counts as run properties (`kvlint audit --format sarif`)."""
+    return json.dumps(sarif_log(findings, {"kvlintAuditSummary": summary}), indent=2, ensure_ascii=False) + "\n"
