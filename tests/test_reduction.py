@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kvlint.config import Config
 from kvlint.engine import analyse_source, prepare_source, reduced_text
 
@@ -47,3 +49,19 @@ def test_an_output_class_named_only_in_an_annotation_is_not_relevant() -> None:
 def test_findings_in_kept_units_keep_their_original_lines() -> None:
     findings = analyse_source(SOURCE, "example.py").findings
     assert [(f.line, f.column, f.code) for f in findings] == [(19, 15, "KVC001")]
+
+
+@pytest.mark.parametrize(("code", "shown"), [
+    ("has_kv_transfer_group(\n)", "has_kv_transfer_group()"),
+    ("KVConnectorOutput(\n    finished_sending=done,\n    finished_recving=recv,\n)",
+     "KVConnectorOutput(finished_sending=done, finished_recving=recv)"),
+    ("(req_id,)", "(req_id,)"),  # a one-element tuple keeps its comma
+    ("outputs[\n    0\n].kv_connector_output", "outputs[0].kv_connector_output"),
+    ("self._get_kv_connector_output(scheduler_output, wait_for_save=True, something_else=another_value)",
+     "self._get_kv_connector_output(scheduler_output, wait_for_save=True..."),  # cut between words
+    ("x" * 100, "x" * 77 + "..."),  # nowhere to cut: at the limit
+])
+def test_messages_show_source_on_one_line_without_stray_spaces(code: str, shown: str) -> None:
+    from kvlint.flow.syntax import one_line
+
+    assert one_line(code) == shown

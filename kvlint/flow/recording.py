@@ -10,6 +10,7 @@ from kvlint.flow.state import (
     Value,
 )
 from kvlint.flow.syntax import (
+    one_line,
     is_none_literal,
 )
 from kvlint.sites import DerefTarget, SentinelUseKind, Site, SiteKind, Span
@@ -22,8 +23,7 @@ class Recording:
         return self.span_of(node)
 
     def _code(self, node: cst.CSTNode) -> str:
-        text = " ".join(self.module.code_for_node(node).split())
-        return text if len(text) <= 80 else text[:77] + "..."
+        return one_line(self.module.code_for_node(node))
 
     def _record(
         self, kind: SiteKind, node: cst.CSTNode, state: NullnessState | None = None, **facts: object

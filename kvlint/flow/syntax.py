@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -93,3 +94,24 @@ def imports_from_cst(module: cst.Module, module_name: str, is_package: bool) -> 
         elif not isinstance(node, cst.BaseExpression):
             stack.extend(node.children)
     return ImportTable.from_ast(ast.Module(body=statements, type_ignores=[]), module_name, is_package)
+
+
+_AFTER_OPENING = re.compile(r"([(\[{]) ")
+_BEFORE_CLOSING = re.compile(r",? ([)\]}])")  # a line's trailing comma goes with its break
+_BEFORE_COMMA = re.compile(r" ,")
+MAX_SHOWN = 80
+
+
+def one_line(code: str) -> str:
+    """Source text as messages show it: on one line, without the spaces a line break left inside brackets
+    (`has_kv_transfer_group()`, not `has_kv_transfer_group( )`), and shortened at a word boundary."""
+    text = _AFTER_OPENING.sub(r"\1", " ".join(code.split()))
+    text = _BEFORE_COMMA.sub(",", _BEFORE_CLOSING.sub(r"\1", text))
+    if len(text) <= MAX_SHOWN:
+        return text
+    cut = max(text.rfind(char, 0, MAX_SHOWN - 3) for char in " ,.([")
+    if cut < MAX_SHOWN // 2:
+        cut = MAX_SHOWN - 3
+    elif text[cut] in ".([":
+        cut += 1  # keep `x.` or `f(`; a cut after a space or comma drops the separator
+    return text[:cut].rstrip(" ,") + "..."
