@@ -91,6 +91,14 @@ class ClassDecl:
     fields: tuple[str, ...] = ()  # class-body annotated names, in order (a dataclass's positional order)
     sentinel_members: tuple[str, ...] = ()  # class attributes bound to an empty sentinel
 
+    def member_types(self) -> dict[str, TypeRef]:
+        """The members by name (built once: the flow asks for them at every attribute read)."""
+        found = self.__dict__.get("_member_types")
+        if found is None:
+            found = dict(self.members)
+            object.__setattr__(self, "_member_types", found)
+        return found
+
     def to_json(self) -> list[object]:
         return ["c", self.qualname, self.name, list(self.bases), [[n, t.to_json()] for n, t in self.members],
                 list(self.fields), list(self.sentinel_members)]

@@ -55,6 +55,7 @@ class TreeIndex:
         self.functions: dict[str, FunctionDecl] = {}
         self.classes: dict[str, ClassDecl] = {}
         self.globals: dict[str, TypeRef] = {}
+        self._mro: dict[str, list[ClassDecl]] = {}  # lookups repeat for every attribute read of `self`
         self.path_calls: dict[str, int] = {}  # calls of each name made where a connector is active
         self.connector_callees: frozenset[str] = frozenset()  # functions only ever called there
         classes_by_name: dict[str, list[ClassDecl]] = {}
@@ -164,6 +165,12 @@ class TreeIndex:
 
     def mro(self, qualname: str) -> list[ClassDecl]:
         """The class and its bases that the tree declares, nearest first (depth-first, cycle-safe)."""
+        cached = self._mro.get(qualname)
+        if cached is None:
+            cached = self._mro[qualname] = self._compute_mro(qualname)
+        return cached
+
+    def _compute_mro(self, qualname: str) -> list[ClassDecl]:
         found: list[ClassDecl] = []
         seen: set[str] = set()
         stack = [(qualname, 0)]
@@ -180,9 +187,9 @@ class TreeIndex:
     def member(self, class_name: str, attribute: str) -> TypeRef | None:
         """The declared type of `attribute` on instances of the class, from the nearest declaring class."""
         for decl in self.mro(class_name):
-            for name, type_ in decl.members:
-                if name == attribute:
-                    return type_
+            found = decl.member_types().get(attribute)
+            if found is not None:
+                return found
         return None
 
     def method(self, class_name: str, name: str) -> FunctionDecl | None:
