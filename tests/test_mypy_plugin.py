@@ -93,6 +93,10 @@ def mypy_venv(version: str) -> Path:
                 subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True,
                                capture_output=True, text=True, timeout=600)
             _pip(python, *requirements)
+            # the distribution was called `kvlint` before `vllm-kvlint`: an old editable install of it would
+            # shadow this checkout (and two installs of one package confuse any import of it)
+            subprocess.run([str(python), "-m", "pip", "uninstall", "--quiet", "--yes", "kvlint", "vllm-kvlint"],
+                           capture_output=True, text=True, timeout=600)
             _pip(python, "--no-deps", "-e", str(ROOT))
         except subprocess.CalledProcessError as exc:
             _unavailable(f"{' '.join(map(str, exc.cmd))} failed: {(exc.stderr or '').strip()[-500:]}")

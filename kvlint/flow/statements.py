@@ -486,9 +486,12 @@ class Statements:
                        for a in item.item.args):
                     self.shielded = shielded or f"`{self._code(item.item)}`"
         try:
-            return self._block(self._suite(node.body), state)
+            after = self._block(self._suite(node.body), state)
         finally:
             self.shielded = shielded
+        if after.path is PathFact.ON and after.path_reason.startswith("inside `with "):
+            after.path_reason = "after `with " + after.path_reason[len("inside `with "):]  # the block has ended
+        return after
 
     def _with_item_value(self, expr: cst.BaseExpression, state: NullnessState) -> Value:
         if isinstance(expr, cst.Call):
