@@ -14,4 +14,6 @@ if .venv/bin/python -m pip show --quiet kvlint >/dev/null 2>&1; then
 fi
 rm -rf kvlint.egg-info  # setuptools' metadata of that old name, found on sys.path from the checkout
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+# The real vLLM sources the tests read: fetched (once, cached) before pytest, with a line per download.
+.venv/bin/python -m tests.fetch_sources
 exec .venv/bin/python -m pytest "$@"

@@ -213,3 +213,17 @@ def test_no_doc_cites_the_spec() -> None:
     readme = (ROOT / "README.md").read_text()
     cited += [f"README.md:{n}" for n, line in enumerate(readme.splitlines(), 1) if re.search(r"\bSPEC\b", line)]
     assert cited == []
+
+
+def test_the_fetch_step_knows_every_release_the_tests_read() -> None:
+    """`scripts/test.sh` fetches the vLLM releases before pytest; a test reading another would fetch silently."""
+    import re
+
+    from tests.fetch_sources import SDISTS, WHEELS
+
+    sources = "".join(path.read_text(encoding="utf-8") for path in (ROOT / "tests").glob("test_*.py"))
+    literal = set(re.findall(r'vllm_tree\("([0-9.]+)"\)', sources))
+    parametrized = set(re.findall(r'parametrize\("version", \[([^\]]*)\]', sources))
+    versions = literal | {v for group in parametrized for v in re.findall(r'"(0\.\d+\.\d+)"', group)}
+    assert versions <= set(WHEELS), versions - set(WHEELS)
+    assert set(re.findall(r'vllm_sdist_tree\("([0-9.]+)"\)', sources)) <= set(SDISTS)
