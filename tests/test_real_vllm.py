@@ -83,3 +83,22 @@ def test_vllm_0_20_0_the_new_runner_drops_its_kv_output_on_non_last_ranks(monkey
 @pytest.mark.parametrize("version", ["0.24.0", "0.33.0"])
 def test_releases_after_the_fix_are_clean(version: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert _findings(vllm_tree(version), monkeypatch) == []
+
+
+def test_vllm_0_33_0_without_the_guard_of_its_list_collecting_aggregator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The newest aggregator first collects `o.kv_connector_output` into a `list[KVConnectorOutput | None]`,
+    then loops over `chain(salvaged, kv_outputs)` behind `if not kv_output: continue`. Without that guard
+    every dereference in the loop is KVC001, traced back to the field read."""
+    copy = tmp_path / "vllm-0.33.0-bug"
+    shutil.copytree(vllm_tree("0.33.0") / "vllm", copy / "vllm")
+    aggregator = copy / AGGREGATOR
+    source = aggregator.read_text()
+    guard = "            if not kv_output:\n                continue\n"
+    assert source.count(guard) == 1, "the aggregator changed shape; update the test"
+    aggregator.write_text(source.replace(guard, ""))
+    found = _findings(copy, monkeypatch)
+    assert found and {(path, code) for path, _, code, _ in found} == {(AGGREGATOR, "KVC001")}
+    assert any("kv_output.finished_sending" in line for *_, line in found)
+    assert any("kv_output.finished_recving" in line for *_, line in found)
