@@ -1,4 +1,4 @@
-"""kvlint's mypy face: narrow `kv_connector_output` on connector paths, report KVC002/KVC003 as mypy errors.
+"""kvlint's mypy face: narrow `kv_connector_output` on connector paths, report KVC002-4/KVC006 as mypy errors.
 
 Enable with `plugins = kvlint.mypy_plugin`. Every fact comes from kvlint's own
 engine run on the module's file; this module only routes mypy's hooks to those

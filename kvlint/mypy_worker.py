@@ -23,7 +23,9 @@ from kvlint.config import Config, ConfigError, DirectoryConfigs
 from kvlint.findings import Finding
 from kvlint.sites import Site, SiteKind
 
-REPORTED_CODES = ("KVC002", "KVC003", "KVC9")  # producer-side invariants; mypy's union-attr covers KVC001/KVC005
+# What no type shows: the producer side of the invariant (KVC002, KVC003, KVC006), mutating the shared
+# sentinel (KVC004), files kvlint could not check. mypy's union-attr covers KVC001/KVC005 where types reach.
+REPORTED_CODES = ("KVC002", "KVC003", "KVC004", "KVC006", "KVC9")
 FileKey = tuple[int, int]  # (st_mtime_ns, st_size): a file whose key changed is analysed again
 
 

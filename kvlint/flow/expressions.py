@@ -235,8 +235,9 @@ class Expressions:
             default = self._default_for_key(key)
             if default is not None and default.connector_output:
                 return default
-        if receiver.sentinel:
-            return Value(Nullness.UNKNOWN, sentinel_part=True, origin=f"`{code}`")
+        if receiver.sentinel or (receiver.shallow_copy and attr not in receiver.known_fields):
+            # a copy made with `copy.copy` / `dataclasses.replace` shares the sentinel's lists and dicts
+            return Value(Nullness.UNKNOWN, sentinel_part=True, shallow_copy=receiver.shallow_copy, origin=f"`{code}`")
         if receiver.nullness is Nullness.UNKNOWN and not receiver.tracked and key is None:
             return UNTRACKED
         if isinstance(node, cst.Attribute) and matches(self._resolve(node, state), self.config.empty_sentinels):
@@ -368,7 +369,10 @@ class Expressions:
                              operand=self._code(node.args[0].value), state=state)
                 sets_field = any(a.keyword is not None and a.keyword.value in self.config.optional_fields
                                  for a in node.args)
-                return Value(Nullness.NOT_NONE, empty_copy=not sets_field, origin=f"`{self._code(node)}`")
+                shallow = not matches(callee, ("copy.deepcopy", "deepcopy"))
+                given = frozenset(a.keyword.value for a in node.args if a.keyword is not None)  # fresh values
+                return Value(Nullness.NOT_NONE, empty_copy=not sets_field, shallow_copy=shallow, known_fields=given,
+                             origin=f"`{self._code(node)}`")
             return FRESH
         if callee in ("setattr", "object.__setattr__", "object.__delattr__", "delattr") and args and args[0].sentinel:
             self._record_mutation(node, node.args[0].value, state)
@@ -376,7 +380,7 @@ class Expressions:
         if isinstance(node.func, cst.Attribute) and receiver is not None:
             name = node.func.attr.value
             if receiver.sentinel_part and name in MUTATING_METHODS:
-                self._record_mutation(node, node.func.value, state)
+                self._record_mutation(node, node.func.value, state, receiver)
                 return UNTRACKED
             contained = self._container_method(node, name, receiver, args, state)
             if contained is not None:

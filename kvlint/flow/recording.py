@@ -60,12 +60,19 @@ class Recording:
             state=state,
         )
 
-    def _record_mutation(self, target: cst.CSTNode, receiver: cst.BaseExpression, state: NullnessState) -> None:
+    def _record_mutation(
+        self, target: cst.CSTNode, receiver: cst.BaseExpression, state: NullnessState, value: Value | None = None
+    ) -> None:
+        """KVC004; `value`, the receiver's, tells a member of the sentinel (or of a shallow copy) from itself."""
+        member = ""
+        if value is not None and value.sentinel_part:
+            member = "shallow-copy member" if value.shallow_copy else "member"
         self._record(
             SiteKind.SENTINEL_USE,
             target,
             sentinel_use=SentinelUseKind.MUTATED,
             operand=self._code(receiver),
+            sink=member,
             state=state,
         )
 

@@ -43,8 +43,9 @@ class Value:
     kv_source: bool = False  # bound from a KV source: a producer must hand it on (KVC006)
     handed_on: bool = False  # attached, stored, passed to a call or yielded since it was bound
     empty: bool = False  # a connector output known to be empty (`is_empty()`, every payload set falsy)
-    known_fields: frozenset[str] = frozenset()  # payload fields constructed with a non-None value
+    known_fields: frozenset[str] = frozenset()  # payload fields constructed non-None; of a copy: fields given anew
     sentinel_part: bool = False  # a member of the shared sentinel (mutating it is KVC004)
+    shallow_copy: bool = False  # a shallow copy of the sentinel: its lists and dicts are the sentinel's
     empty_copy: bool = False  # a copy of the sentinel whose connector output was never set
     output_site: tuple[object, ...] | None = None  # an output built without its connector output: its site key
     never_returns: bool = False  # the value of a call that does not return
@@ -107,6 +108,7 @@ def join_values(a: Value, b: Value) -> Value:
         empty=(a.empty or a.nullness is Nullness.NONE) and (b.empty or b.nullness is Nullness.NONE),
         known_fields=a.known_fields & b.known_fields,
         sentinel_part=a.sentinel_part or b.sentinel_part,
+        shallow_copy=a.shallow_copy and b.shallow_copy,
         empty_copy=a.empty_copy and b.empty_copy,
         output_site=a.output_site if a.output_site == b.output_site else None,
         never_returns=a.never_returns and b.never_returns,

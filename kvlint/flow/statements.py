@@ -101,7 +101,7 @@ class Statements:
             receiver = self._eval(target.value, state)
             self._sink(target.value, receiver, "subscript assignment", target, state)
             if receiver.sentinel or receiver.sentinel_part:
-                self._record_mutation(target, target.value, state)
+                self._record_mutation(target, target.value, state, receiver)
             self._eval_slices(target, state)
             receiver_key = ref_key(target.value)
             if receiver.local_container and receiver_key is not None and value.tracked:

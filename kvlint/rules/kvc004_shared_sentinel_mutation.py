@@ -10,6 +10,16 @@ def check(site: Site) -> str | None:
     """Report an attribute assignment, deletion or `setattr` on the sentinel or an alias of it."""
     if site.kind is not SiteKind.SENTINEL_USE or site.sentinel_use is not SentinelUseKind.MUTATED:
         return None
+    if site.sink == "shallow-copy member":
+        return (
+            f"`{site.operand}` is the shared empty sentinel's own container (a shallow copy shares it); mutating "
+            "it corrupts every later step; assign a new one or copy with `copy.deepcopy`"
+        )
+    if site.sink == "member":
+        return (
+            f"`{site.operand}` belongs to the shared empty sentinel; mutating it corrupts every later step; "
+            "mutate a `copy.deepcopy(...)` of the sentinel instead"
+        )
     return (
         f"`{site.operand}` is the shared empty sentinel (not a copy); mutating it corrupts every later step; "
         "mutate `copy.copy(...)` of it instead"

@@ -1,4 +1,4 @@
-"""KVC002 and KVC003 as mypy errors, and the good code that raises none (`# expect:` marks each error)."""
+"""KVC002-KVC004 and KVC006 as mypy errors, and good code that raises none (`# expect:` marks each)."""
 
 import copy
 from typing import Optional
@@ -73,3 +73,44 @@ def silenced_for_every_face(kvo: Optional[KVConnectorOutput]) -> ModelRunnerOutp
     if has_kv_transfer_group():
         return ModelRunnerOutput(req_ids=[], sampled_token_ids=[], kv_connector_output=kvo)  # noqa: KVC003
     return EMPTY_MODEL_RUNNER_OUTPUT
+
+
+class StepState:
+    def __init__(self, kvo: Optional[KVConnectorOutput]) -> None:
+        self.kv_connector_output = kvo
+
+
+class PipelineRunner:
+    def __init__(self, is_last_rank: bool) -> None:
+        self.is_last_rank = is_last_rank
+        self.state: Optional[StepState] = None
+
+    def sample(self) -> Optional[ModelRunnerOutput]:
+        state, self.state = self.state, None
+        assert state is not None
+        kvo = state.kv_connector_output
+        if not self.is_last_rank:
+            return None  # expect: KVC006
+        return ModelRunnerOutput(req_ids=[], sampled_token_ids=[], kv_connector_output=kvo)
+
+    def sample_fixed(self) -> Optional[ModelRunnerOutput]:
+        state, self.state = self.state, None
+        assert state is not None
+        kvo = state.kv_connector_output
+        if not self.is_last_rank:
+            if kvo is None:
+                return None
+            output = copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)
+            output.kv_connector_output = kvo
+            return output
+        return ModelRunnerOutput(req_ids=[], sampled_token_ids=[], kv_connector_output=kvo)
+
+
+def pad_the_sentinel(width: int) -> None:
+    EMPTY_MODEL_RUNNER_OUTPUT.req_ids.append("pad" * width)  # expect: KVC004
+
+
+def pad_a_copy(width: int) -> ModelRunnerOutput:
+    output = copy.deepcopy(EMPTY_MODEL_RUNNER_OUTPUT)
+    output.req_ids.append("pad" * width)
+    return output
