@@ -63,6 +63,7 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         self.pending: list[tuple[cst.CSTNode, ScopeContext]] = []
         self.annotation_types: dict[str, TypeRef | None] = {}  # annotation text -> what it declares
         self.declared_defaults: dict[str, Value] = {}  # reference keys whose default a declaration gave
+        self.declared_names: dict[str, Value] = {}  # local names and parameters with a declared type
         self.shielded = ""  # inside `try` whose handlers catch AttributeError (or a base): the handler it names
         self.attached_outputs: set[tuple[object, ...]] = set()  # outputs given their connector output later
         payload_name = config.payload_class.rpartition(".")[2]
@@ -88,6 +89,7 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         self.fixpoint_depth = 0
         self.recording = True
         self.declared_defaults = {}
+        self.declared_names = {}
         self.shielded = ""
         state = NullnessState(dict(scope.captured))
         if isinstance(node, cst.Module):
@@ -149,6 +151,7 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
             name = param.name.value
             value = UNTRACKED
             if param.annotation is not None and param not in (params.star_arg, params.star_kwarg):
+                self._declare(name, param.annotation.annotation)
                 declared = self._annotation_value(param.annotation.annotation, f"parameter `{name}`")
                 if declared is not None:
                     # a parameter is not a KV source a producer must hand on (KVC006 is about what it reads)

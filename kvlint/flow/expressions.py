@@ -115,9 +115,10 @@ class Expressions:
             return Value(nullness, cls=self._class_of(declared.name))
         if declared.kind in ("list", "dict"):
             element = self._typed_value(declared.element, f"an element of {origin}", source=False)
+            nullness = Nullness.MAYBE_NONE if declared.optional else Nullness.NOT_NONE
             if declared.kind == "list":
-                return Value(Nullness.UNKNOWN, element=element, item=element)
-            return Value(Nullness.UNKNOWN, item=element)
+                return Value(nullness, element=element, item=element)
+            return Value(nullness, item=element)
         if declared.kind == "noreturn":
             return Value(Nullness.UNKNOWN, never_returns=True)
         return UNTRACKED
@@ -354,7 +355,7 @@ class Expressions:
             self._record(SiteKind.PAYLOAD_CONSTRUCTION, node, state=state)
             known = frozenset(
                 arg.keyword.value for arg, value in zip(node.args, args)
-                if arg.keyword is not None and not value.may_be_none
+                if arg.keyword is not None and value.nullness is Nullness.NOT_NONE
             )
             return Value(
                 Nullness.NOT_NONE, connector_output=True, evidence=True, origin=f"`{self._code(node)}`",
@@ -418,9 +419,9 @@ class Expressions:
         return None
 
     def _container_builtin(self, callee: str | None, args: list[Value]) -> Value | None:
-        if callee in ("list", "tuple", "sorted", "reversed", "iter", "set", "frozenset") and args:
-            element = args[0].element
-            return Value(Nullness.NOT_NONE, element=element, item=element) if element is not None else None
+        if callee in ("list", "tuple", "sorted", "reversed", "iter", "set", "frozenset", "dict"):
+            element = args[0].element if args and callee != "dict" else None
+            return Value(Nullness.NOT_NONE, element=element, item=element)  # a constructor never gives None
         if callee == "enumerate" and args and args[0].element is not None:
             return Value(Nullness.NOT_NONE, element=Value(Nullness.NOT_NONE, parts=(FRESH, args[0].element)))
         if callee == "zip" and args and any(a.element is not None for a in args):

@@ -61,6 +61,9 @@ class Statements:
         self, target: cst.BaseExpression, value: Value, state: NullnessState, value_node: cst.CSTNode | None
     ) -> None:
         if isinstance(target, cst.Name):
+            declared = self.declared_names.get(target.value)
+            if declared is not None and value.nullness is Nullness.UNKNOWN and not value.tracked:
+                value = declared  # a value of unknown type takes the name's declared type, as type checkers do
             if (
                 self.scope.qualname == "<module>"
                 and target.value not in self.imports.bindings
@@ -131,6 +134,14 @@ class Statements:
         else:
             self._eval(target, state)
 
+    def _declare(self, name: str, annotation: cst.BaseExpression) -> None:
+        """Remember what a name is declared to hold: an assignment of a value kvlint cannot type takes it."""
+        declared = self._annotation_value(annotation, f"`{name}` (declared Optional)")
+        if declared is not None and (declared.tracked or declared.cls):
+            self.declared_names[name] = dataclasses.replace(declared, kv_source=False)
+        else:
+            self.declared_names.pop(name, None)
+
     def _attach(self, node: cst.BaseExpression, receiver: Value, value: Value, state: NullnessState) -> None:
         """`out.kv_connector_output = v`: an output built without it, or a copy of the sentinel, now has it."""
         if value.nullness is Nullness.NONE:
@@ -197,6 +208,8 @@ class Statements:
         if node.value is not None and self._stores(node.target):
             self._hand_on([node.value], state)  # names only: evaluation order does not matter here
         kind = self._classify(node.annotation.annotation)
+        if isinstance(node.target, cst.Name):
+            self._declare(node.target.value, node.annotation.annotation)
         if kind is None and node.value is not None and isinstance(node.target, cst.Name):
             declared = self._annotation_value(node.annotation.annotation, f"`{node.target.value}`")
             value = self._eval(node.value, state)
