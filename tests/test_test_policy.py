@@ -497,17 +497,19 @@ def _mypy_kvc(mypy, tree: Path) -> set[tuple[str, int, str]]:  # type: ignore[no
 def test_mypy_plugin_honours_the_policy_and_its_cache_follows_it(  # type: ignore[no-untyped-def]
     mypy, tmp_path: Path
 ) -> None:
-    """mypy reports the producer rules (KVC002/KVC003): the runner double's KVC002 in a test file, until
-    `test-ignore` names it; mypy's incremental cache notices the edit."""
+    """mypy reports the producer rules and KVC004 (no type shows them): the runner double's KVC002 in a
+    test file until `test-ignore` names it, the test's sentinel mutations (KVC004 stays on in tests);
+    mypy's incremental cache notices the edit."""
     tree = project(tmp_path)
     (tree / "mypy.ini").write_text(MYPY_INI)
     kvc002 = {("tests/test_runner_double.py", 17, "KVC002")}
-    assert _mypy_kvc(mypy, tree) == kvc002
-    assert _mypy_kvc(mypy, tree) == kvc002  # from mypy's cache
+    kvc004 = {("tests/test_sentinel_mutation.py", 9, "KVC004"), ("tests/test_sentinel_mutation.py", 15, "KVC004")}
+    assert _mypy_kvc(mypy, tree) == kvc002 | kvc004
+    assert _mypy_kvc(mypy, tree) == kvc002 | kvc004  # from mypy's cache
     (tree / "pyproject.toml").write_text('[tool.kvlint]\ntest-ignore = ["KVC001", "KVC002", "KVC005"]\n')
-    assert _mypy_kvc(mypy, tree) == set()
+    assert _mypy_kvc(mypy, tree) == kvc004
     (tree / "pyproject.toml").write_text('[tool.kvlint]\ntest-files = ["nothing/**"]\ntest-ignore = ["KVC002"]\n')
-    assert _mypy_kvc(mypy, tree) == kvc002
+    assert _mypy_kvc(mypy, tree) == kvc002 | kvc004
 
 
 def test_expected_rows_are_exact(tmp_path: Path) -> None:
