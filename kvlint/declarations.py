@@ -17,8 +17,7 @@ import ast
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from kvlint.annotations import ast_dotted_name
-from kvlint.names import ImportTable, child_statements, matches
+from kvlint.names import ImportTable, ast_dotted_name, child_statements, matches
 
 Resolver = Callable[[str], str]
 

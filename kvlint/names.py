@@ -123,3 +123,15 @@ def matches(qualified: str | None, configured: Iterable[str]) -> bool:
         elif last == name:
             return True
     return False
+
+
+def ast_dotted_name(node: ast.expr) -> str | None:
+    """Return `a.b.c` for an ast Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
