@@ -87,8 +87,9 @@ class ClassDecl:
     name: str
     bases: tuple[str, ...] = ()
     members: tuple[tuple[str, TypeRef], ...] = ()
-    fields: tuple[str, ...] = ()  # class-body annotated names, in order (a dataclass's positional order)
+    fields: tuple[str, ...] = ()  # the positional parameters of its generated `__init__`, in order
     sentinel_members: tuple[str, ...] = ()  # class attributes bound to an empty sentinel
+    positional: bool = False  # a dataclass or NamedTuple whose `fields` are its constructor's positions
 
     def member_types(self) -> dict[str, TypeRef]:
         """The members by name (built once: the flow asks for them at every attribute read)."""
@@ -100,7 +101,7 @@ class ClassDecl:
 
     def to_json(self) -> list[object]:
         return ["c", self.qualname, self.name, list(self.bases), [[n, t.to_json()] for n, t in self.members],
-                list(self.fields), list(self.sentinel_members)]
+                list(self.fields), list(self.sentinel_members), self.positional]
 
 
 @dataclass(frozen=True)
@@ -139,11 +140,11 @@ def declaration_from_json(data: list[object]) -> Declaration:
         _, module, counts = data
         return PathCalls(str(module), tuple((str(n), int(c)) for n, c in counts))  # type: ignore[union-attr]
     if tag == "c":
-        _, qualname, name, bases, members, fields, sentinels = data
+        _, qualname, name, bases, members, fields, sentinels, positional = data
         return ClassDecl(
             str(qualname), str(name), tuple(map(str, bases)),  # type: ignore[call-overload]
             tuple((str(n), TypeRef.from_json(t)) for n, t in members),  # type: ignore[union-attr]
-            tuple(map(str, fields)), tuple(map(str, sentinels)),  # type: ignore[call-overload]
+            tuple(map(str, fields)), tuple(map(str, sentinels)), bool(positional),  # type: ignore[call-overload]
         )
     if tag == "g":
         _, qualname, type_ = data
@@ -275,19 +276,25 @@ def _class_decl(
     fields: list[str] = []
     sentinel_members: list[str] = []
     assigned: dict[str, list[ast.expr]] = {}
+    positional = _generates_positional_init(node, resolve)
+    keyword_only = False
     for statement in node.body:
         if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
             type_ = type_of_annotation(statement.annotation, resolve)
             name = statement.target.id
             if type_ is not None:
                 members[name] = type_
-            if not _is_class_var(statement.annotation, resolve):
+            if matches(resolve(ast_dotted_name(statement.annotation) or ""), ("KW_ONLY",)):
+                keyword_only = True  # `_: KW_ONLY`: the fields after it are keyword-only
+            elif not _is_class_var(statement.annotation, resolve) and not keyword_only and _in_init(statement):
                 fields.append(name)
         elif isinstance(statement, ast.Assign):
             for target in statement.targets:
                 if isinstance(target, ast.Name) and _is_sentinel(statement.value, resolve, sentinels):
                     sentinel_members.append(target.id)
         elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if statement.name == "__init__":
+                positional = False  # its own constructor: the field order says nothing about the positions
             decorators = [resolve(_decorator_name(d)) for d in statement.decorator_list]
             if any(matches(d, _PROPERTY_DECORATORS) for d in decorators):
                 returns = type_of_annotation(statement.returns, resolve)
@@ -301,7 +308,40 @@ def _class_decl(
         if callee and callee.rpartition(".")[2][:1].isupper():
             members[name] = TypeRef("class", resolve(callee))
     bases = tuple(resolve(name) for name in map(ast_dotted_name, node.bases) if name)
-    return ClassDecl(qualname, node.name, bases, tuple(sorted(members.items())), tuple(fields), tuple(sentinel_members))
+    return ClassDecl(qualname, node.name, bases, tuple(sorted(members.items())), tuple(fields),
+                     tuple(sentinel_members), positional)
+
+
+def _generates_positional_init(node: ast.ClassDef, resolve: Resolver) -> bool:
+    """A `@dataclass` (not `kw_only=True`) or a `NamedTuple`: its fields are its constructor's positions."""
+    if any(matches(resolve(ast_dotted_name(base) or ""), ("NamedTuple",)) for base in node.bases):
+        return True
+    for decorator in node.decorator_list:
+        if matches(resolve(_decorator_name(decorator)), ("dataclass", "dataclasses.dataclass")):
+            keywords = decorator.keywords if isinstance(decorator, ast.Call) else []
+            return all(_keeps_positions(k) for k in keywords)
+    return False
+
+
+def _keeps_positions(keyword: ast.keyword) -> bool:
+    """A `@dataclass(...)` argument that leaves the generated positional `__init__` alone."""
+    if keyword.arg not in ("kw_only", "init"):
+        return True
+    wanted = keyword.arg == "init"  # `init=True` and `kw_only=False` keep it; anything else, or unknown, does not
+    return isinstance(keyword.value, ast.Constant) and bool(keyword.value.value) is wanted
+
+
+def _in_init(statement: ast.AnnAssign) -> bool:
+    """A field `__init__` takes positionally (not `field(init=False)` nor `field(kw_only=True)`)."""
+    value = statement.value
+    if not isinstance(value, ast.Call) or (ast_dotted_name(value.func) or "").rpartition(".")[2] != "field":
+        return True
+    for keyword in value.keywords:
+        if keyword.arg == "init" and isinstance(keyword.value, ast.Constant) and keyword.value.value is False:
+            return False
+        if keyword.arg == "kw_only" and isinstance(keyword.value, ast.Constant) and keyword.value.value is True:
+            return False
+    return True
 
 
 def _self_attributes(
@@ -494,8 +534,8 @@ class PathCallCounter:
         while stack:
             current = stack.pop()
             if isinstance(current, ast.Call):
-                target = current.func
-                name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
+                target = current.func  # `obj.name(...)` can only be a method; `name(...)` only a function
+                name = f".{target.attr}" if isinstance(target, ast.Attribute) else getattr(target, "id", None)
                 if name:
                     self.counts[name] = self.counts.get(name, 0) + 1
             stack.extend(ast.iter_child_nodes(current))

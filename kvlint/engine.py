@@ -502,6 +502,7 @@ def _sites(prepared: PreparedFile, config: Config, index: TreeIndex, names: Sequ
         prepared.module_name,
         prepared.lines,
         prepared.optional_attributes,
+        prepared.declarations,
     )
     return analysis.run()
 

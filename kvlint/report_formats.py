@@ -415,6 +415,7 @@ _PRODUCER_EDGES = {
     "returns the sentinel on a connector path": "bad",
     "mutates the shared sentinel": "bad",
     "no kv_connector_output on a connector path": "bad",
+    "drops the KV output it holds": "bad",
     "with kv_connector_output": "ok",
     "attaches a KVConnectorOutput": "ok",
     "copy of the sentinel": "copy",

@@ -56,20 +56,28 @@ class TreeIndex:
         self.classes: dict[str, ClassDecl] = {}
         self.globals: dict[str, TypeRef] = {}
         self._mro: dict[str, list[ClassDecl]] = {}  # lookups repeat for every attribute read of `self`
-        self.path_calls: dict[str, int] = {}  # calls of each name made where a connector is active
+        self.path_calls: dict[str, int] = {}  # calls made where a connector is active: `.name` methods, `name`
         self.connector_callees: frozenset[str] = frozenset()  # functions only ever called there
         classes_by_name: dict[str, list[ClassDecl]] = {}
+        ambiguous: set[str] = set()  # two files of one module name (scripts without packages): trust neither
         for decl in declarations:
             if isinstance(decl, FunctionDecl):
-                self.functions[decl.qualname] = decl
+                if self.functions.setdefault(decl.qualname, decl) != decl:
+                    ambiguous.add(decl.qualname)
             elif isinstance(decl, ClassDecl):
-                self.classes[decl.qualname] = decl
+                if self.classes.setdefault(decl.qualname, decl) != decl:
+                    ambiguous.add(decl.qualname)
                 classes_by_name.setdefault(decl.name, []).append(decl)
             elif isinstance(decl, GlobalDecl):
-                self.globals[decl.qualname] = decl.type
+                if self.globals.setdefault(decl.qualname, decl.type) != decl.type:
+                    ambiguous.add(decl.qualname)
             elif isinstance(decl, PathCalls):
                 for name, count in decl.counts:
                     self.path_calls[name] = self.path_calls.get(name, 0) + count
+        for qualname in ambiguous:
+            self.functions.pop(qualname, None)
+            self.classes.pop(qualname, None)
+            self.globals.pop(qualname, None)
         self._unique_classes = {name: found[0] for name, found in classes_by_name.items() if len(found) == 1}
         # every dotted prefix of a declared name: the modules (and classes) the tree holds
         scopes: set[str] = set()
@@ -109,22 +117,27 @@ class TreeIndex:
     def callee_candidates(self) -> list[str]:
         """Functions that return an output and are called on a connector path somewhere: if every mention
         of the name in the tree is such a call, the function is on a connector path itself."""
-        producing = {d.name for d in self.functions.values() if d.returns_output}
-        return sorted(name for name in producing if self.path_calls.get(name))
+        producing = {self._call_key(d) for d in self.functions.values() if d.returns_output}
+        return sorted(key for key in producing if self.path_calls.get(key))
+
+    def _call_key(self, decl: FunctionDecl) -> str:
+        """How calls of the function are counted: `.name` for a method, `name` for a function."""
+        return f".{decl.name}" if decl.qualname.rpartition(".")[0] in self.classes else decl.name
 
     def find_connector_callees(self, relevant_texts: Sequence[str], other_files: Sequence[bytes]) -> None:
         """Keep the candidates whose every mention in the tree is one of the counted calls."""
         found = []
-        for name in self.callee_candidates():
+        for key in self.callee_candidates():
+            name = key.lstrip(".")
             mention = re.compile(rf"\b{re.escape(name)}\b")
             definition = re.compile(rf"\bdef\s+{re.escape(name)}\b")
             mentions = sum(len(mention.findall(text)) - len(definition.findall(text)) for text in relevant_texts
                            if name in text)
-            if mentions != self.path_calls[name]:
+            if mentions != self.path_calls[key]:
                 continue  # also called, or named, off the path in the relevant files
             encoded = name.encode()
             if not any(encoded in data for data in other_files):  # the other files have no guard at all
-                found.append(name)
+                found.append(key)
         self.connector_callees = frozenset(found)
 
     # ------------------------------------------------------------ functions
@@ -208,8 +221,10 @@ class TreeIndex:
         chain_: list[ClassDecl] = []
         decl = self.class_named(class_name)
         while decl is not None:
+            if not decl.positional:
+                return None  # its own `__init__`, keyword-only fields, or not a dataclass: positions unknown
             chain_.append(decl)
-            bases = [b for b in decl.bases if not matches(b, ("object", "Generic", "Protocol"))]
+            bases = [b for b in decl.bases if not matches(b, ("object", "Generic", "Protocol", "NamedTuple"))]
             if not bases:
                 break
             if len(bases) > 1:

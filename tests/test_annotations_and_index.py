@@ -220,3 +220,85 @@ def test_a_function_called_only_on_connector_paths_is_on_one(tmp_path: Path, mon
     assert found == [(7, "KVC002")]  # `flush`; `idle` is also called off the path
     (tmp_path / "elsewhere.py").write_text("def later(runner):\n    return runner.flush\n")
     assert run([Path(".")], Config(), jobs=1).findings == []  # a mention that is not a guarded call
+
+
+def test_two_files_of_one_module_name_do_not_decide_for_each_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scripts without packages: `a/worker.py` and `b/worker.py` are both module `worker`."""
+    header = "from vllm.v1.outputs import ModelRunnerOutput\n\nclass Worker:\n"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "worker.py").write_text(
+        header + "    def step(self, out):\n        kvo = out.kv_connector_output\n        self.log(kvo)\n"
+        "        return None\n"
+    )
+    (tmp_path / "b" / "worker.py").write_text(header + "    def step(self):\n        return ModelRunnerOutput([])\n")
+    monkeypatch.chdir(tmp_path)
+    forward = run([Path("a"), Path("b")], Config(), jobs=1).findings
+    backward = run([Path("b"), Path("a")], Config(), jobs=1).findings
+    assert forward == backward == []
+
+
+def test_a_method_called_on_the_path_does_not_put_a_same_named_function_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "runner.py").write_text(
+        "from vllm.distributed.kv_transfer import has_kv_transfer_group\n"
+        "from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT\n\n"
+        "class Runner:\n    def step(self, sched):\n        if has_kv_transfer_group():\n"
+        "            return self.connector_runner.idle_output(sched)\n        return None\n\n"
+        "def idle_output(sched):\n    return EMPTY_MODEL_RUNNER_OUTPUT\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert run([Path(".")], Config(), jobs=1).findings == []
+
+
+POSITIONAL = '''
+from dataclasses import KW_ONLY, dataclass, field
+from vllm.distributed.kv_transfer import has_kv_transfer_group
+from vllm.v1.outputs import KVConnectorOutput
+
+class OwnInit:
+    req_ids: list[str]
+    kv_connector_output: KVConnectorOutput | None
+    def __init__(self, req_ids, kv_connector_output):
+        self.req_ids, self.kv_connector_output = req_ids, kv_connector_output
+
+@dataclass
+class Fields:
+    req_ids: list[str]
+    kv_connector_output: KVConnectorOutput | None = None
+
+@dataclass
+class KeywordOnly:
+    req_ids: list[str]
+    _: KW_ONLY
+    kv_connector_output: KVConnectorOutput | None = None
+
+@dataclass
+class NotInInit:
+    req_ids: list[str]
+    cache: dict = field(init=False)
+    kv_connector_output: KVConnectorOutput | None = None
+
+def build(kvo: KVConnectorOutput):
+    if has_kv_transfer_group():
+        a = OwnInit([], kvo)
+        b = Fields([], kvo)
+        c = Fields([])
+        d = KeywordOnly([])
+        e = NotInInit([], kvo)
+        return a, b, c, d, e
+    return None
+'''
+
+
+def test_positional_arguments_follow_the_generated_init_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = Config(output_classes=("OwnInit", "Fields", "KeywordOnly", "NotInInit"))
+    (tmp_path / "outputs.py").write_text(POSITIONAL)
+    monkeypatch.chdir(tmp_path)
+    found = [(f.line, f.code) for f in run([Path(".")], config, jobs=1).findings]
+    # `Fields([])` stops before the field; `KeywordOnly([])` cannot pass it positionally at all. The others pass it
+    # (`OwnInit` through its own `__init__`, where kvlint cannot read positions, so it says nothing).
+    assert found == [(33, "KVC003"), (34, "KVC003")]

@@ -11,7 +11,7 @@ import libcst as cst
 
 from kvlint.annotations import AnnotationKind, classify_annotation_text
 from kvlint.config import Config
-from kvlint.declarations import TypeRef
+from kvlint.declarations import Declaration, FunctionDecl, TypeRef
 from kvlint.flow.expressions import COPY_FUNCTIONS, Expressions
 from kvlint.flow.narrowing import Narrowing
 from kvlint.flow.recording import Recording
@@ -46,6 +46,7 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         module_name: str,
         source_lines: Sequence[str],
         optional_attributes: frozenset[str] = frozenset(),
+        own_declarations: Sequence[Declaration] = (),
     ) -> None:
         self.module = module
         self.span_of = span_of
@@ -55,6 +56,8 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         self.module_name = module_name
         self.source_lines = source_lines
         self.optional_attributes = optional_attributes  # `self.x` declared `KVConnectorOutput | None` in this file
+        # this file's own functions: what they are never depends on another file of the same module name
+        self.own_functions = {d.qualname: d for d in own_declarations if isinstance(d, FunctionDecl)}
         self.sites: dict[tuple[object, ...], Site] = {}
         self.recording = True
         self.loops: list[LoopFrame] = []
@@ -118,7 +121,7 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
             reason = f"`{node.name.value}` is listed in connector-functions"
         elif self._has_connector_marker(node):
             reason = "marked `# kvlint: connector-path`"
-        elif node.name.value in self.index.connector_callees:
+        elif (f".{node.name.value}" if self.scope.class_name else node.name.value) in self.index.connector_callees:
             reason = f"every call of `{node.name.value}` in the tree is on a connector path"
         if reason:
             state.path = PathFact.ON
@@ -165,7 +168,7 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         if node.returns is not None and self._names_output_class(node.returns.annotation):
             return True  # `-> ModelRunnerOutput | AsyncOutput | None` too: any member that is an output
         qualname = f"{self.module_name}.{self.scope.qualname}" if self.module_name else self.scope.qualname
-        declared = self.index.functions.get(qualname)
+        declared = self.own_functions.get(qualname)
         if declared is not None:
             return declared.returns_output  # the declaration index looked at its returns already
         stack: list[cst.CSTNode] = [node.body]

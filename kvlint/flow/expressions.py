@@ -298,7 +298,7 @@ class Expressions:
         """The KV values named in these expressions are passed on, stored or attached (KVC006)."""
         pending = {
             k for k, v in state.values.items()
-            if "." not in k and ((v.kv_source and not v.handed_on) or v.output_site is not None)
+            if "." not in k and ((v.kv_source and not v.handed_on) or v.output_sites)
         }
         if not pending:
             return
@@ -309,9 +309,9 @@ class Expressions:
                 pending.discard(current.value)
                 # an output that escapes before its connector output is set stays without it (KVC003)
                 state.values[current.value] = dataclasses.replace(
-                    state.values[current.value], handed_on=True, output_site=None
+                    state.values[current.value], handed_on=True, output_sites=frozenset()
                 )
-            elif not isinstance(current, (cst.Lambda, cst.FunctionDef)):
+            else:  # a lambda or nested function that captures it hands it on too
                 stack.extend(current.children)
 
     def _expr_Call(self, node: cst.Call, state: NullnessState) -> Value:
@@ -363,7 +363,8 @@ class Expressions:
             )
         if matches(callee, self.config.output_classes):
             site = self._record_output_construction(node, state)
-            return Value(Nullness.NOT_NONE, cls=self._class_of(callee or ""), output_site=site)
+            sites = frozenset([site]) if site is not None else frozenset()
+            return Value(Nullness.NOT_NONE, cls=self._class_of(callee or ""), output_sites=sites)
         if matches(callee, COPY_FUNCTIONS):
             if args and args[0].sentinel:
                 self._record(SiteKind.SENTINEL_USE, node, sentinel_use=SentinelUseKind.COPIED,
@@ -504,7 +505,9 @@ class Expressions:
         )
 
     def _expr_BooleanOperation(self, node: cst.BooleanOperation, state: NullnessState) -> Value:
-        left = self._quiet_eval(node.left, state)
+        # the value of a nested `a and b and ...` is no reference: evaluating it twice at every level is
+        # quadratic in the chain's length, for nothing
+        left = UNTRACKED if isinstance(node.left, cst.BooleanOperation) else self._quiet_eval(node.left, state)
         left_true, left_false = self._narrow(node.left, state.copy(), "and/or")
         if isinstance(node.operator, cst.And):
             right = self._eval(node.right, left_true)

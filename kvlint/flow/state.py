@@ -47,7 +47,7 @@ class Value:
     sentinel_part: bool = False  # a member of the shared sentinel (mutating it is KVC004)
     shallow_copy: bool = False  # a shallow copy of the sentinel: its lists and dicts are the sentinel's
     empty_copy: bool = False  # a copy of the sentinel whose connector output was never set
-    output_site: tuple[object, ...] | None = None  # an output built without its connector output: its site key
+    output_sites: frozenset[tuple[object, ...]] = frozenset()  # outputs built without a connector output (keys)
     never_returns: bool = False  # the value of a call that does not return
     condition: tuple[object, ...] | None = None  # a bool holding a guard: ("path",) or ("not-none", key, value)
 
@@ -110,7 +110,7 @@ def join_values(a: Value, b: Value) -> Value:
         sentinel_part=a.sentinel_part or b.sentinel_part,
         shallow_copy=a.shallow_copy and b.shallow_copy,
         empty_copy=a.empty_copy and b.empty_copy,
-        output_site=a.output_site if a.output_site == b.output_site else None,
+        output_sites=a.output_sites | b.output_sites,  # either construction may be the one attached later
         never_returns=a.never_returns and b.never_returns,
         condition=a.condition if a.condition == b.condition else None,
     )

@@ -146,11 +146,10 @@ class Statements:
         """`out.kv_connector_output = v`: an output built without it, or a copy of the sentinel, now has it."""
         if value.nullness is Nullness.NONE:
             return
-        if receiver.output_site is not None:
-            self.attached_outputs.add(receiver.output_site)
+        self.attached_outputs.update(receiver.output_sites)
         key = ref_key(node)
-        if key is not None and (receiver.output_site is not None or receiver.empty_copy):
-            state.values[key] = dataclasses.replace(receiver, output_site=None, empty_copy=False)
+        if key is not None and (receiver.output_sites or receiver.empty_copy):
+            state.values[key] = dataclasses.replace(receiver, output_sites=frozenset(), empty_copy=False)
 
     @staticmethod
     def _suite(body: cst.BaseSuite) -> Sequence[cst.CSTNode]:
@@ -185,8 +184,7 @@ class Statements:
     def _stmt_Assign(self, node: cst.Assign, state: NullnessState) -> NullnessState:
         value = self._eval(node.value, state)
         targets = [target.target for target in node.targets]
-        if any(self._stores(target) for target in targets):
-            self._hand_on([node.value], state)
+        self._hand_on([node.value], state)  # merged into, stored in or aliased by the targets: not dropped
         if len(targets) == 1 and isinstance(targets[0], cst.Name):
             condition = self._condition_of(node.value, state)
             if condition is not None:
@@ -195,17 +193,8 @@ class Statements:
             self._assign(target, value, state, node.value)
         return state
 
-    @staticmethod
-    def _stores(target: cst.BaseExpression) -> bool:
-        """An assignment to this target keeps the value somewhere that outlives the function."""
-        if isinstance(target, (cst.Attribute, cst.Subscript)):
-            return True
-        if isinstance(target, (cst.Tuple, cst.List)):
-            return any(Statements._stores(element.value) for element in target.elements)
-        return False
-
     def _stmt_AnnAssign(self, node: cst.AnnAssign, state: NullnessState) -> NullnessState:
-        if node.value is not None and self._stores(node.target):
+        if node.value is not None:
             self._hand_on([node.value], state)  # names only: evaluation order does not matter here
         kind = self._classify(node.annotation.annotation)
         if isinstance(node.target, cst.Name):
@@ -261,8 +250,7 @@ class Statements:
         if key is not None:
             kept = dataclasses.replace(target_value, nullness=Nullness.NOT_NONE) if target_value.tracked else UNTRACKED
             self._bind(key, kept, state)
-        if self._stores(node.target):
-            self._hand_on([node.value], state)
+        self._hand_on([node.value], state)  # `done |= kvo.finished_sending or set()` consumes `kvo`
         return state
 
     def _stmt_Del(self, node: cst.Del, state: NullnessState) -> NullnessState:
@@ -301,7 +289,7 @@ class Statements:
 
     def _check_dropped(self, node: cst.Return, value: Value, state: NullnessState) -> None:
         """KVC006: a producer returns None, the sentinel, a bare copy or an output without the KV value it holds."""
-        bare_output = value.output_site is not None and value.output_site not in self.attached_outputs
+        bare_output = bool(value.output_sites) and not value.output_sites <= self.attached_outputs
         if not (value.nullness is Nullness.NONE or value.sentinel or value.empty_copy or bare_output):
             return
         on_path = bool(state.connector_path_reason())
