@@ -178,7 +178,9 @@ class Expressions:
             return self._sentinel_value(node.value)
         if node.value == "None":
             return Value(Nullness.NONE, origin="`None`")
-        declared = self.index.global_type(self._resolve_type_name(node.value))
+        resolved = self.imports.resolve_dotted(node.value)
+        local = f"{self.module_name}.{node.value}" if self.module_name else node.value
+        declared = self.index.global_type(resolved) or self.index.global_type(local)
         if declared is not None and declared.kind == "class":
             return self._typed_value(declared, f"`{node.value}`") or UNTRACKED
         return UNTRACKED
@@ -547,19 +549,26 @@ class Expressions:
         return value
 
     def _expr_Lambda(self, node: cst.Lambda, state: NullnessState) -> Value:
+        self._eval_defaults(node.params, state)
         if self.recording:
             self.pending.append((node, self._nested_scope(f"{self.scope.qualname}.<lambda>", state)))
         return FRESH
 
     def _nested_scope(self, qualname: str, state: NullnessState, producer: bool = False) -> ScopeContext:
-        """A nested function sees the enclosing scope's maybe-None KV values as maybe None: it may run later."""
+        """A nested function sees the enclosing scope's maybe-None KV values as maybe None: it may run later.
+        A name that is None for now is left out: `x = None` is often a placeholder set before the call."""
         captured = tuple(
-            (key, dataclasses.replace(value, nullness=Nullness.MAYBE_NONE, guard="", handed_on=True))
+            (key, dataclasses.replace(value, guard="", handed_on=True))
             for key, value in sorted(state.values.items(), key=lambda item: item[0])
-            if "." not in key and "[" not in key and value.connector_output
-            and value.nullness in (Nullness.MAYBE_NONE, Nullness.NONE)
+            if "." not in key and "[" not in key and value.connector_output and value.nullness is Nullness.MAYBE_NONE
         )
         return dataclasses.replace(self.scope, qualname=qualname, captured=captured, producer=producer)
+
+    def _eval_defaults(self, params: cst.Parameters, state: NullnessState) -> None:
+        """Default values are evaluated where the function is defined."""
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.default is not None:
+                self._eval(param.default, state)
 
     def _comprehension(
         self, node: cst.BaseComp | cst.DictComp, state: NullnessState, results: Sequence[cst.BaseExpression]

@@ -572,6 +572,7 @@ class Statements:
     def _stmt_FunctionDef(self, node: cst.FunctionDef, state: NullnessState) -> NullnessState:
         for decorator in node.decorators:
             self._eval(decorator.decorator, state)
+        self._eval_defaults(node.params, state)
         qualname = node.name.value if self.scope.qualname == "<module>" else f"{self.scope.qualname}.{node.name.value}"
         if self.recording:
             scope = self._nested_scope(qualname, state)
