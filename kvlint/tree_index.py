@@ -7,15 +7,14 @@ through the receiver's class and its bases, as a type checker's would. Only a
 receiver of unknown class falls back to names: a method call `obj.name()` is a
 source when every definition of that name in the tree returns Optional
 (precision first: one non-Optional definition and the call is not a source).
+It also knows which producers are only ever called on a connector path.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from itertools import chain
-
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from itertools import chain
 
 from kvlint.declarations import ClassDecl, Declaration, FunctionDecl, GlobalDecl, PathCalls, TypeRef
 from kvlint.names import matches
@@ -30,6 +29,7 @@ MAX_BASE_DEPTH = 12
 
 
 def returns_optional_payload(decl: FunctionDecl, payload_classes: tuple[str, ...]) -> bool:
+    """The function is declared to return the payload class or None."""
     returns = decl.returns
     if returns is None or returns.kind != "class":
         return False
