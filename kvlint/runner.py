@@ -306,7 +306,10 @@ def _build_index(
     relevant files' sources)."""
     index = TreeIndex(entries, payload_class=config.payload_class)
     configured = config.names()  # a skipped file mentions none of them, nor any name containing one
-    candidates = tuple(sorted(n for n in index.candidate_names() if not any(c in n for c in configured)))
+    candidates = tuple(sorted(
+        n for n in index.candidate_names()
+        if not n.startswith("_") and not any(c in n for c in configured)  # a private name stays in its own file
+    ))
     callers = [(source, data) for source, data in skipped if mentions_any(data, candidates)] if candidates else []
     if index.optional_method_names:
         names = sorted(index.optional_method_names)
