@@ -177,7 +177,7 @@ class Expressions:
         if matches(self.imports.resolve_dotted(node.value), self.config.empty_sentinels):
             return self._sentinel_value(node.value)
         if node.value == "None":
-            return Value(Nullness.NONE, origin="`None`")
+            return Value(Nullness.NONE)
         resolved = self.imports.resolve_dotted(node.value)
         local = f"{self.module_name}.{node.value}" if self.module_name else node.value
         declared = self.index.global_type(resolved) or self.index.global_type(local)

@@ -63,7 +63,9 @@ class Statements:
         if isinstance(target, cst.Name):
             declared = self.declared_names.get(target.value)
             if declared is not None and value.nullness is Nullness.UNKNOWN and not value.tracked:
-                value = declared  # a value of unknown type takes the name's declared type, as type checkers do
+                # a value of unknown type takes the declared type, without its None (mypy: `X | Any`); a path
+                # that left the name None still joins in as maybe None
+                value = dataclasses.replace(declared, nullness=Nullness.NOT_NONE, guard="")
             if (
                 self.scope.qualname == "<module>"
                 and target.value not in self.imports.bindings
@@ -136,7 +138,7 @@ class Statements:
 
     def _declare(self, name: str, annotation: cst.BaseExpression) -> None:
         """Remember what a name is declared to hold: an assignment of a value kvlint cannot type takes it."""
-        declared = self._annotation_value(annotation, f"`{name}` (declared Optional)")
+        declared = self._annotation_value(annotation, f"declared `{self._code(annotation)}`")
         if declared is not None and (declared.tracked or declared.cls):
             self.declared_names[name] = dataclasses.replace(declared, kv_source=False)
         else:
@@ -214,7 +216,7 @@ class Statements:
                         Nullness.MAYBE_NONE,
                         connector_output=True,
                         evidence=True,
-                        origin=f"`{node.target.value}` (declared Optional)",
+                        origin=f"declared `{self._code(node.annotation.annotation)}`",
                     ),
                     state,
                 )
@@ -226,7 +228,7 @@ class Statements:
                     value,
                     connector_output=True,
                     evidence=True,
-                    origin=value.origin or f"`{self._code(node.target)}` (declared Optional)",
+                    origin=value.origin or f"declared `{self._code(node.annotation.annotation)}`",
                 )
         elif kind is AnnotationKind.PAYLOAD and value.nullness is Nullness.UNKNOWN:
             value = Value(Nullness.NOT_NONE, connector_output=True, guard="annotated non-Optional")

@@ -13,6 +13,8 @@ def check(site: Site) -> str | None:
     if not site.may_be_none:
         return None
     origin = f" (from {site.origin})" if site.origin and site.origin != f"`{site.operand}`" else ""
+    if site.origin.startswith("declared "):
+        origin = f" ({site.origin})"
     if site.definitely_none:
         return f"`{site.operand}` is None here{origin}; the {site.sink} raises"
     return f"`{site.operand}` may be None{origin}; check it before the {site.sink}"
