@@ -97,10 +97,12 @@ class TreeIndex:
             [name for decl in self.classes.values() for name, type_ in decl.members if _holds(type_, payload)]
             + [d.name for d in functions if d.returns is not None and _holds(d.returns, payload)]
             + [q.rpartition(".")[2] for q, type_ in self.globals.items() if _holds(type_, payload)]
+            + [name for decl in self.classes.values() for name in decl.sentinel_members]  # `self._EMPTY.x = ...`
         )
 
     def candidate_names(self) -> frozenset[str]:
-        """Names whose mention makes a file worth analysing: what is declared to hold or return the payload."""
+        """Names whose mention makes a file worth analysing: what is declared to hold or return the payload,
+        and class attributes bound to the empty sentinel."""
         return frozenset(q.rpartition(".")[2] for q in self.optional_qualnames) | self.payload_names
 
     def key(self) -> list[object]:
