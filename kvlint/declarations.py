@@ -179,11 +179,10 @@ def type_of_annotation(node: ast.expr | None, resolve: Resolver, depth: int = 0)
             return TypeRef(named[0].kind, named[0].name, optional, named[0].element)
         return TypeRef("other", optional=optional) if named else TypeRef("none")
     if isinstance(node, ast.Subscript):
-        origin = ast_dotted_name(node.value)
-        if origin is None:
+        generic = _generic(node, resolve)
+        if generic is None:
             return OTHER
-        resolved = resolve(origin)
-        args = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+        resolved, args = generic
         if matches(resolved, _WRAPPERS) and args:
             return type_of_annotation(args[0], resolve, depth + 1)
         short = resolved.rpartition(".")[2]
@@ -210,16 +209,23 @@ def _union_members(node: ast.expr, resolve: Resolver, depth: int) -> list[TypeRe
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
         return [type_of_annotation(side, resolve, depth + 1) or OTHER for side in (node.left, node.right)]
     if isinstance(node, ast.Subscript):
-        origin = ast_dotted_name(node.value)
-        if origin is None:
+        generic = _generic(node, resolve)
+        if generic is None:
             return None
-        resolved = resolve(origin)
-        args = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+        resolved, args = generic
         if matches(resolved, _OPTIONAL) or (resolved == "Optional"):
             return [type_of_annotation(args[0], resolve, depth + 1) or OTHER, TypeRef("none")]
         if matches(resolved, _UNION) or resolved == "Union":
             return [type_of_annotation(arg, resolve, depth + 1) or OTHER for arg in args]
     return None
+
+
+def _generic(node: ast.Subscript, resolve: Resolver) -> tuple[str, list[ast.expr]] | None:
+    """`X[A, B]` as X's resolved name and its arguments; None when X is not a name."""
+    origin = ast_dotted_name(node.value)
+    if origin is None:
+        return None
+    return resolve(origin), list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
 
 
 def _is_ellipsis(node: ast.expr) -> bool:
