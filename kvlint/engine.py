@@ -501,7 +501,6 @@ def _sites(prepared: PreparedFile, config: Config, index: TreeIndex, names: Sequ
         config,
         prepared.module_name,
         prepared.lines,
-        prepared.optional_attributes,
         prepared.declarations,
     )
     return analysis.run()

@@ -302,3 +302,17 @@ def test_positional_arguments_follow_the_generated_init_only(tmp_path: Path, mon
     # `Fields([])` stops before the field; `KeywordOnly([])` cannot pass it positionally at all. The others pass it
     # (`OwnInit` through its own `__init__`, where kvlint cannot read positions, so it says nothing).
     assert found == [(33, "KVC003"), (34, "KVC003")]
+
+
+def test_an_attribute_declared_optional_in_one_class_is_not_a_source_in_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "runners.py").write_text(
+        "from vllm.v1.outputs import KVConnectorOutput\n\n"
+        "class Lazy:\n    def __init__(self):\n        self._kv: KVConnectorOutput | None = None\n\n"
+        "    def sent(self):\n        return len(self._kv.finished_sending or ())\n\n"
+        "class Eager:\n    def __init__(self, kv):\n        self._kv = kv\n\n"
+        "    def sent(self):\n        return len(self._kv.finished_sending or ())\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert [(f.line, f.code) for f in run([Path(".")], Config(), jobs=1).findings] == [(8, "KVC001")]

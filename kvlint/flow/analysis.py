@@ -45,7 +45,6 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         config: Config,
         module_name: str,
         source_lines: Sequence[str],
-        optional_attributes: frozenset[str] = frozenset(),
         own_declarations: Sequence[Declaration] = (),
     ) -> None:
         self.module = module
@@ -55,7 +54,6 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         self.config = config
         self.module_name = module_name
         self.source_lines = source_lines
-        self.optional_attributes = optional_attributes  # `self.x` declared `KVConnectorOutput | None` in this file
         # this file's own functions: what they are never depends on another file of the same module name
         self.own_functions = {d.qualname: d for d in own_declarations if isinstance(d, FunctionDecl)}
         self.sites: dict[tuple[object, ...], Site] = {}

@@ -58,8 +58,6 @@ class Expressions:
         last = re.split(r"[.\[]", key)[-1]
         if last in self.config.optional_fields:
             return self._field_source(f"`{key}`")
-        if key.startswith("self.") and key.count(".") == 1 and last in self.scope.class_optional_attributes:
-            return self._field_source(f"`{key}`")
         if last in self.config.payload_optional_fields:
             return Value(Nullness.MAYBE_NONE, payload=True, origin=f"`{key}`")
         return None

@@ -158,7 +158,6 @@ class ScopeContext:
     """What a function body is analysed with: its name and enclosing class."""
 
     qualname: str
-    class_optional_attributes: frozenset[str] = frozenset()
     class_name: str = ""  # the enclosing class's qualified name (module.Class), for `self`
     captured: tuple[tuple[str, Value], ...] = ()  # maybe-None names a closure reads from its enclosing scope
     producer: bool = False  # the function returns an output (KVC006 applies)

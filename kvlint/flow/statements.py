@@ -589,7 +589,7 @@ class Statements:
         if self.recording:
             class_name = f"{self.module_name}.{qualname}" if self.module_name else qualname
             self.pending.append((node, ScopeContext(
-                qualname, self.optional_attributes, class_name=class_name, in_class_body=True
+                qualname, class_name=class_name, in_class_body=True
             )))
         self._forget(node.name.value, state)
         return state
