@@ -290,6 +290,8 @@ def _class_decl(
             name = statement.target.id
             if type_ is not None:
                 members[name] = type_
+            if statement.value is not None and _is_sentinel(statement.value, resolve, sentinels):
+                sentinel_members.append(name)
             if matches(resolve(ast_dotted_name(statement.annotation) or ""), ("KW_ONLY",)):
                 keyword_only = True  # `_: KW_ONLY`: the fields after it are keyword-only
             elif not _is_class_var(statement.annotation, resolve) and not keyword_only and _in_init(statement):

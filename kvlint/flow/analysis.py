@@ -110,7 +110,9 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
             self._code(d.decorator) in ("staticmethod", "classmethod") for d in node.decorators
         ):
             receiver = node.params.params[0].name.value  # `self`: an instance of the enclosing class
-            state.values[receiver] = Value(Nullness.NOT_NONE, cls=self.scope.class_name)
+            # in the payload class's own methods, `self` is a connector output (its payload sets may be None)
+            payload = self._is_payload_class(self.scope.class_name)
+            state.values[receiver] = Value(Nullness.NOT_NONE, cls=self.scope.class_name, connector_output=payload)
         self.scope = dataclasses.replace(self.scope, producer=self._is_producer(node))
         reason = ""
         if node.name.value in self.config.connector_functions or matches(

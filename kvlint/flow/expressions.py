@@ -51,7 +51,7 @@ class Expressions:
     def _default_for_key(self, key: str) -> Value | None:
         """The value a key has before any assignment or narrowing in this scope."""
         if "." not in key and "[" not in key:
-            return None
+            return self._global_value(key)
         declared = self.declared_defaults.get(key)
         if declared is not None:
             return declared
@@ -100,14 +100,16 @@ class Expressions:
         if declared.kind == "class" and declared.name in UNTYPED:
             return None  # `Any` and `object` say nothing about None
         if declared.kind == "class":
-            if matches(declared.name, (self.config.payload_class,)):
+            if self._is_payload_class(declared.name):
+                cls = self._class_of(declared.name)
                 if declared.optional:
                     return Value(
-                        Nullness.MAYBE_NONE, connector_output=True, evidence=True, origin=origin, kv_source=source
+                        Nullness.MAYBE_NONE, connector_output=True, evidence=True, origin=origin, kv_source=source,
+                        cls=cls,
                     )
                 return Value(
                     Nullness.NOT_NONE, connector_output=True, guard=f"declared `{declared.name.rpartition('.')[2]}`",
-                    kv_source=source,
+                    kv_source=source, cls=cls,
                 )
             nullness = Nullness.MAYBE_NONE if declared.optional else Nullness.NOT_NONE
             return Value(nullness, cls=self._class_of(declared.name))
@@ -120,6 +122,15 @@ class Expressions:
         if declared.kind == "noreturn":
             return Value(Nullness.UNKNOWN, never_returns=True)
         return UNTRACKED
+
+    def _is_payload_class(self, name: str) -> bool:
+        """The payload class, or a class of the tree derived from it."""
+        if matches(name, (self.config.payload_class,)):
+            return True
+        return any(
+            matches(base, (self.config.payload_class,))
+            for decl in self.index.mro(self._class_of(name)) for base in (decl.qualname, *decl.bases)
+        )
 
     def _annotation_value(self, annotation: cst.BaseExpression, origin: str) -> Value | None:
         """The value an annotation in this module declares (a parameter, an annotated local)."""
@@ -145,11 +156,11 @@ class Expressions:
         """What the receiver's class declares about `attribute` (None: no declaration visible)."""
         if not receiver.cls:
             return None
+        if self.index.is_sentinel_member(receiver.cls, attribute):  # `_EMPTY: ClassVar[...] = EMPTY_...` too
+            return self._sentinel_value(origin.strip("`"))
         declared = self.index.member(receiver.cls, attribute)
         if declared is not None:
             return self._typed_value(declared, origin)
-        if self.index.is_sentinel_member(receiver.cls, attribute):
-            return self._sentinel_value(origin.strip("`"))
         return None
 
     # --------------------------------------------------------- evaluation
@@ -176,12 +187,13 @@ class Expressions:
             return self._sentinel_value(node.value)
         if node.value == "None":
             return Value(Nullness.NONE)
-        resolved = self.imports.resolve_dotted(node.value)
-        local = f"{self.module_name}.{node.value}" if self.module_name else node.value
-        declared = self.index.global_type(resolved) or self.index.global_type(local)
-        if declared is not None and declared.kind == "class":
-            return self._typed_value(declared, f"`{node.value}`") or UNTRACKED
-        return UNTRACKED
+        return self._global_value(node.value) or UNTRACKED
+
+    def _global_value(self, name: str) -> Value | None:
+        """A module global's declared value (this module's, or imported from another of the tree)."""
+        local = f"{self.module_name}.{name}" if self.module_name else name
+        declared = self.index.global_type(self.imports.resolve_dotted(name)) or self.index.global_type(local)
+        return self._typed_value(declared, f"`{name}`") if declared is not None else None
 
     def _expr_Attribute(self, node: cst.Attribute, state: NullnessState) -> Value:
         receiver = self._eval(node.value, state)
@@ -207,6 +219,8 @@ class Expressions:
     ) -> Value:
         """The value of `receiver.attr` (`key` its reference key), from state, declaration or name."""
         code = key or self._code(node)
+        if receiver.connector_output and attr in self.config.payload_optional_fields:
+            return self._payload_field(receiver, attr, key, code, state)
         if key is not None and key in state.values:
             value = state.values[key]
         else:
@@ -219,16 +233,6 @@ class Expressions:
             if value.tracked or value.nullness is not Nullness.UNKNOWN:
                 self._record(SiteKind.OPTIONAL_ACCESS, node, may_be_none=value.may_be_none, guard=value.guard,
                              state=state)
-            return value
-        if receiver.connector_output and attr in self.config.payload_optional_fields:
-            if value is None or not value.tracked:
-                declared = self._declared_payload_field(attr)
-                if declared is not None:
-                    return declared
-                if attr in receiver.known_fields:
-                    return Value(Nullness.NOT_NONE, payload=True, guard="constructed with a value")
-                unknown = Value(Nullness.MAYBE_NONE, payload=True, origin=f"`{code}`")
-                value = self._lookup(key, state) if key else unknown
             return value
         if value is not None:
             return value
@@ -244,6 +248,27 @@ class Expressions:
         if isinstance(node, cst.Attribute) and matches(self._resolve(node, state), self.config.empty_sentinels):
             return self._sentinel_value(self._code(node))
         return UNTRACKED
+
+    def _payload_field(
+        self, receiver: Value, attr: str, key: str | None, code: str, state: NullnessState
+    ) -> Value:
+        """`kvo.finished_sending`: from the state, else what the receiver's class (or the payload class)
+        declares, else what the construction gave it, else maybe None by name."""
+        if key is not None and key in state.values:
+            return state.values[key]
+        own = self.index.member(receiver.cls, attr) if receiver.cls else None
+        if own is not None:
+            optional = own.optional or own.kind == "none"  # a subclass may re-declare it `set[str]`
+            value = Value(Nullness.MAYBE_NONE if optional else Nullness.NOT_NONE, payload=True, origin=f"`{code}`",
+                          guard="" if optional else "declared non-Optional")
+        else:
+            value = self._declared_payload_field(attr) or (
+                Value(Nullness.NOT_NONE, payload=True, guard="constructed with a value")
+                if attr in receiver.known_fields else Value(Nullness.MAYBE_NONE, payload=True, origin=f"`{code}`")
+            )
+        if key is not None:
+            self.declared_defaults[key] = value  # what joins and narrowing start from
+        return value
 
     def _declared_payload_field(self, attr: str) -> Value | None:
         """A payload field the payload class declares non-Optional is never None."""
@@ -268,6 +293,12 @@ class Expressions:
                 return receiver.parts[index.evaluated_value]
         if receiver.item is not None and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
             return receiver.item
+        if receiver.cls and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            index = node.slice[0].slice.value  # a TypedDict's key
+            if isinstance(index, cst.SimpleString) and isinstance(index.evaluated_value, str):
+                declared = self._declared_attribute(receiver, index.evaluated_value, f"`{self._code(node)}`")
+                if declared is not None:
+                    return declared
         if receiver.sentinel or receiver.sentinel_part:
             return Value(Nullness.UNKNOWN, sentinel_part=True, origin=f"`{self._code(node)}`")
         return UNTRACKED

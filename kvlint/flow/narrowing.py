@@ -16,6 +16,7 @@ from kvlint.flow.state import (
     unreachable,
 )
 from kvlint.flow.syntax import (
+    dotted_name,
     is_none_literal,
     ref_key,
 )
@@ -213,8 +214,20 @@ class Narrowing:
             true_state, false_state = state, state.copy()
             if key is not None:
                 self._set_nullness(key, Nullness.NOT_NONE, true_state, f"`{callee}()` check")
+                narrowed = self._isinstance_class(test) if callee == "isinstance" else None
+                held = true_state.values.get(key)
+                if narrowed and held is not None:
+                    true_state.values[key] = dataclasses.replace(held, cls=narrowed)  # its declarations now apply
             return true_state, false_state
         return None
+
+    def _isinstance_class(self, test: cst.Call) -> str:
+        """The tree's class `isinstance(x, C)` narrows to ("" for a tuple or a class the tree lacks)."""
+        if len(test.args) < 2:
+            return ""
+        spelled = dotted_name(test.args[1].value)
+        decl = self.index.class_named(self.imports.resolve_dotted(spelled), self.module_name) if spelled else None
+        return decl.qualname if decl is not None else ""
 
     def _set_nullness(self, key: str, nullness: Nullness, state: NullnessState, guard: str) -> None:
         value = self._lookup(key, state)
