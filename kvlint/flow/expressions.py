@@ -323,6 +323,9 @@ class Expressions:
                 self._sink(arg.value, value, "`**` unpacking", arg.value, state)
             values.append(value)
         self._hand_on([arg.value for arg in node.args], state)
+        for arg in node.args:  # a callee handed a shallow copy may give it fresh members: stop suspecting them
+            if isinstance(arg.value, cst.Name) and (held := state.values.get(arg.value.value)) and held.shallow_copy:
+                state.values[arg.value.value] = dataclasses.replace(held, shallow_copy=False)
         return values
 
     def _hand_on(self, expressions: Sequence[cst.CSTNode], state: NullnessState) -> None:
