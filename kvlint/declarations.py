@@ -50,15 +50,18 @@ class TypeRef:
     name: str = ""
     optional: bool = False
     element: TypeRef | None = None
+    args: tuple[TypeRef, ...] = ()  # a generic class's type arguments: `Buffer[KVConnectorOutput]`
 
     def to_json(self) -> list[object]:
-        return [self.kind, self.name, self.optional, self.element.to_json() if self.element else None]
+        element = self.element.to_json() if self.element else None
+        return [self.kind, self.name, self.optional, element, [arg.to_json() for arg in self.args]]
 
     @classmethod
     def from_json(cls, data: list[object]) -> TypeRef:
-        kind, name, optional, element = data
+        kind, name, optional, element, args = data
         inner = cls.from_json(element) if element else None  # type: ignore[arg-type]
-        return cls(str(kind), str(name), bool(optional), inner)
+        arguments = tuple(cls.from_json(a) for a in args)  # type: ignore[union-attr]
+        return cls(str(kind), str(name), bool(optional), inner, arguments)
 
 
 OTHER = TypeRef("other")
@@ -90,6 +93,7 @@ class ClassDecl:
     fields: tuple[str, ...] = ()  # the positional parameters of its generated `__init__`, in order
     sentinel_members: tuple[str, ...] = ()  # class attributes bound to an empty sentinel
     positional: bool = False  # a dataclass or NamedTuple whose `fields` are its constructor's positions
+    type_params: tuple[str, ...] = ()  # `class Buffer(Generic[T])`: the resolved names of T, ...
 
     def member_types(self) -> dict[str, TypeRef]:
         """The members by name (built once: the flow asks for them at every attribute read)."""
@@ -101,7 +105,7 @@ class ClassDecl:
 
     def to_json(self) -> list[object]:
         return ["c", self.qualname, self.name, list(self.bases), [[n, t.to_json()] for n, t in self.members],
-                list(self.fields), list(self.sentinel_members), self.positional]
+                list(self.fields), list(self.sentinel_members), self.positional, list(self.type_params)]
 
 
 @dataclass(frozen=True)
@@ -140,11 +144,12 @@ def declaration_from_json(data: list[object]) -> Declaration:
         _, module, counts = data
         return PathCalls(str(module), tuple((str(n), int(c)) for n, c in counts))  # type: ignore[union-attr]
     if tag == "c":
-        _, qualname, name, bases, members, fields, sentinels, positional = data
+        _, qualname, name, bases, members, fields, sentinels, positional, params = data
         return ClassDecl(
             str(qualname), str(name), tuple(map(str, bases)),  # type: ignore[call-overload]
             tuple((str(n), TypeRef.from_json(t)) for n, t in members),  # type: ignore[union-attr]
             tuple(map(str, fields)), tuple(map(str, sentinels)), bool(positional),  # type: ignore[call-overload]
+            tuple(map(str, params)),  # type: ignore[call-overload]
         )
     if tag == "g":
         _, qualname, type_ = data
@@ -192,6 +197,9 @@ def type_of_annotation(node: ast.expr | None, resolve: Resolver, depth: int = 0)
             return TypeRef("list", element=type_of_annotation(args[0], resolve, depth + 1) or OTHER)
         if short in _MAPPINGS and len(args) == 2:
             return TypeRef("dict", element=type_of_annotation(args[1], resolve, depth + 1) or OTHER)
+        if short[:1].isupper() and "." in resolved or resolved == short:  # a generic class: `Buffer[X]`
+            arguments = tuple(type_of_annotation(arg, resolve, depth + 1) or OTHER for arg in args)
+            return TypeRef("class", resolved, args=arguments)
         return OTHER
     name = ast_dotted_name(node)
     if name is None:
@@ -317,7 +325,16 @@ def _class_decl(
             members[name] = TypeRef("class", resolve(callee))
     bases = tuple(resolve(name) for name in map(ast_dotted_name, node.bases) if name)
     return ClassDecl(qualname, node.name, bases, tuple(sorted(members.items())), tuple(fields),
-                     tuple(sentinel_members), positional)
+                     tuple(sentinel_members), positional, _type_params(node, resolve))
+
+
+def _type_params(node: ast.ClassDef, resolve: Resolver) -> tuple[str, ...]:
+    """The type variables a class is generic in: `class Buffer(Generic[T])`."""
+    for base in node.bases:
+        if isinstance(base, ast.Subscript) and matches(resolve(ast_dotted_name(base.value) or ""), ("Generic",)):
+            items = base.slice.elts if isinstance(base.slice, ast.Tuple) else [base.slice]
+            return tuple(resolve(name) for name in map(ast_dotted_name, items) if name)
+    return ()
 
 
 def _generates_positional_init(node: ast.ClassDef, resolve: Resolver) -> bool:

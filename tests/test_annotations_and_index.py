@@ -316,3 +316,17 @@ def test_an_attribute_declared_optional_in_one_class_is_not_a_source_in_another(
     )
     monkeypatch.chdir(tmp_path)
     assert [(f.line, f.code) for f in run([Path(".")], Config(), jobs=1).findings] == [(8, "KVC001")]
+
+
+def test_a_generic_class_of_the_tree_substitutes_its_type_argument(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "buffers.py").write_text(
+        "from typing import Generic, TypeVar\nfrom vllm.v1.outputs import KVConnectorOutput\n\n"
+        "T = TypeVar('T')\n\nclass Buffer(Generic[T]):\n"
+        "    def pop(self) -> T | None: ...\n    def peek(self) -> T: ...\n\n"
+        "def drop(buf: Buffer[KVConnectorOutput]) -> int:\n    return len(buf.pop().finished_sending or ())\n\n"
+        "def head(buf: Buffer[KVConnectorOutput]) -> int:\n    return len(buf.peek().finished_sending or ())\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert [(f.line, f.code) for f in run([Path(".")], Config(), jobs=1).findings] == [(11, "KVC001")]

@@ -112,7 +112,7 @@ class Expressions:
                     kv_source=source, cls=cls,
                 )
             nullness = Nullness.MAYBE_NONE if declared.optional else Nullness.NOT_NONE
-            return Value(nullness, cls=self._class_of(declared.name))
+            return Value(nullness, cls=self._class_of(declared.name), cls_args=declared.args)
         if declared.kind in ("list", "dict"):
             element = self._typed_value(declared.element, f"an element of {origin}", source=False)
             nullness = Nullness.MAYBE_NONE if declared.optional else Nullness.NOT_NONE
@@ -160,8 +160,20 @@ class Expressions:
             return self._sentinel_value(origin.strip("`"))
         declared = self.index.member(receiver.cls, attribute)
         if declared is not None:
-            return self._typed_value(declared, origin)
+            return self._typed_value(self._substituted(declared, receiver), origin)
         return None
+
+    def _substituted(self, declared: TypeRef, receiver: Value) -> TypeRef:
+        """`T | None` declared in `class Buffer(Generic[T])`, read on a `Buffer[X]`: `X | None`."""
+        if declared.kind != "class" or not receiver.cls_args:
+            return declared
+        decl = self.index.class_named(receiver.cls)
+        params = decl.type_params if decl is not None else ()
+        if declared.name not in params or params.index(declared.name) >= len(receiver.cls_args):
+            return declared
+        argument = receiver.cls_args[params.index(declared.name)]
+        assert isinstance(argument, TypeRef)
+        return dataclasses.replace(argument, optional=argument.optional or declared.optional)
 
     # --------------------------------------------------------- evaluation
 
@@ -493,7 +505,8 @@ class Expressions:
         if decl is not None:
             if decl.returns is None or decl.returns.kind not in ("class", "list", "dict"):
                 return UNTRACKED
-            return self._typed_value(decl.returns, self._declared_origin(node)) or UNTRACKED
+            returns = self._substituted(decl.returns, receiver) if receiver is not None else decl.returns
+            return self._typed_value(returns, self._declared_origin(node)) or UNTRACKED
         if callee is not None and self.index.returns_optional(callee, self.module_name):
             return Value(Nullness.MAYBE_NONE, connector_output=True, evidence=True, origin=self._declared_origin(node),
                          kv_source=True)

@@ -36,6 +36,7 @@ class Value:
     origin: str = ""  # where a maybe-None value came from
     guard: str = ""  # how it was proven non-None
     cls: str = ""  # the declared class of the value when it is not None ("" unknown)
+    cls_args: tuple[object, ...] = ()  # its type arguments (`TypeRef`s), for a generic class of the tree
     element: Value | None = None  # what iterating it yields (a container), None unknown
     item: Value | None = None  # what indexing it yields (a list's element, a dict's value)
     parts: tuple[Value, ...] | None = None  # a tuple's members, for unpacking
@@ -96,6 +97,7 @@ def join_values(a: Value, b: Value) -> Value:
         origin=min(filter(None, (a.origin, b.origin)), default=""),
         guard=a.guard if a.guard == b.guard else ("several guards" if a.guard and b.guard else ""),
         cls=a.cls if a.cls == b.cls else (a.cls or b.cls if Nullness.NONE in (a.nullness, b.nullness) else ""),
+        cls_args=a.cls_args if a.cls_args == b.cls_args else (),
         element=_join_optional(a.element, b.element),
         item=_join_optional(a.item, b.item),
         parts=(
