@@ -94,6 +94,7 @@ class ClassDecl:
     sentinel_members: tuple[str, ...] = ()  # class attributes bound to an empty sentinel
     positional: bool = False  # a dataclass or NamedTuple whose `fields` are its constructor's positions
     type_params: tuple[str, ...] = ()  # `class Buffer(Generic[T])`: the resolved names of T, ...
+    rebound: tuple[str, ...] = ()  # class attributes bound to something else here, or on `self` in a method
 
     def member_types(self) -> dict[str, TypeRef]:
         """The members by name (built once: the flow asks for them at every attribute read)."""
@@ -105,7 +106,8 @@ class ClassDecl:
 
     def to_json(self) -> list[object]:
         return ["c", self.qualname, self.name, list(self.bases), [[n, t.to_json()] for n, t in self.members],
-                list(self.fields), list(self.sentinel_members), self.positional, list(self.type_params)]
+                list(self.fields), list(self.sentinel_members), self.positional, list(self.type_params),
+                list(self.rebound)]
 
 
 @dataclass(frozen=True)
@@ -144,12 +146,12 @@ def declaration_from_json(data: list[object]) -> Declaration:
         _, module, counts = data
         return PathCalls(str(module), tuple((str(n), int(c)) for n, c in counts))  # type: ignore[union-attr]
     if tag == "c":
-        _, qualname, name, bases, members, fields, sentinels, positional, params = data
+        _, qualname, name, bases, members, fields, sentinels, positional, params, rebound = data
         return ClassDecl(
             str(qualname), str(name), tuple(map(str, bases)),  # type: ignore[call-overload]
             tuple((str(n), TypeRef.from_json(t)) for n, t in members),  # type: ignore[union-attr]
             tuple(map(str, fields)), tuple(map(str, sentinels)), bool(positional),  # type: ignore[call-overload]
-            tuple(map(str, params)),  # type: ignore[call-overload]
+            tuple(map(str, params)), tuple(map(str, rebound)),  # type: ignore[call-overload]
         )
     if tag == "g":
         _, qualname, type_ = data
@@ -291,6 +293,7 @@ def _class_decl(
     sentinel_members: list[str] = []
     assigned: dict[str, list[ast.expr]] = {}
     positional = _generates_positional_init(node, resolve)
+    rebound: list[str] = []
     keyword_only = False
     for statement in node.body:
         if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
@@ -300,6 +303,8 @@ def _class_decl(
                 members[name] = type_
             if statement.value is not None and _is_sentinel(statement.value, resolve, sentinels):
                 sentinel_members.append(name)
+            elif statement.value is not None:
+                rebound.append(name)  # `_EMPTY: ClassVar[...] = copy.deepcopy(...)` in a subclass
             if matches(resolve(ast_dotted_name(statement.annotation) or ""), ("KW_ONLY",)):
                 keyword_only = True  # `_: KW_ONLY`: the fields after it are keyword-only
             elif not _is_class_var(statement.annotation, resolve) and not keyword_only and _in_init(statement):
@@ -308,6 +313,8 @@ def _class_decl(
             for target in statement.targets:
                 if isinstance(target, ast.Name) and _is_sentinel(statement.value, resolve, sentinels):
                     sentinel_members.append(target.id)
+                elif isinstance(target, ast.Name):
+                    rebound.append(target.id)
         elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if statement.name == "__init__":
                 positional = False  # its own constructor: the field order says nothing about the positions
@@ -324,8 +331,9 @@ def _class_decl(
         if callee and callee.rpartition(".")[2][:1].isupper():
             members[name] = TypeRef("class", resolve(callee))
     bases = tuple(resolve(name) for name in map(ast_dotted_name, node.bases) if name)
+    rebound.extend(assigned)  # `self._EMPTY = copy.deepcopy(...)`: this instance holds its own
     return ClassDecl(qualname, node.name, bases, tuple(sorted(members.items())), tuple(fields),
-                     tuple(sentinel_members), positional, _type_params(node, resolve))
+                     tuple(sentinel_members), positional, _type_params(node, resolve), tuple(sorted(set(rebound))))
 
 
 def _type_params(node: ast.ClassDef, resolve: Resolver) -> tuple[str, ...]:

@@ -119,7 +119,10 @@ class TreeIndex:
     def callee_candidates(self) -> list[str]:
         """Functions that return an output and are called on a connector path somewhere: if every mention
         of the name in the tree is such a call, the function is on a connector path itself."""
-        producing = {self._call_key(d) for d in self.functions.values() if d.returns_output}
+        defined: dict[str, int] = {}
+        for decl in self.functions.values():
+            defined[decl.name] = defined.get(decl.name, 0) + 1
+        producing = {self._call_key(d) for d in self.functions.values() if d.returns_output and defined[d.name] == 1}
         return sorted(key for key in producing if self.path_calls.get(key))
 
     def _call_key(self, decl: FunctionDecl) -> str:
@@ -216,7 +219,14 @@ class TreeIndex:
         return None
 
     def is_sentinel_member(self, class_name: str, attribute: str) -> bool:
-        return any(attribute in decl.sentinel_members for decl in self.mro(class_name))
+        """The attribute is the class's handle on the sentinel, and no class on the way (nor an instance,
+        through `self.x = ...`) binds it to anything else."""
+        for decl in self.mro(class_name):
+            if attribute in decl.rebound:
+                return False
+            if attribute in decl.sentinel_members:
+                return True
+        return False
 
     def fields(self, class_name: str) -> tuple[str, ...] | None:
         """A class's positional field order (bases first), or None when a base is not in the tree."""

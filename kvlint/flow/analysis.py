@@ -65,6 +65,7 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         self.annotation_types: dict[str, TypeRef | None] = {}  # annotation text -> what it declares
         self.declared_defaults: dict[str, Value] = {}  # reference keys whose default a declaration gave
         self.declared_names: dict[str, Value] = {}  # local names and parameters with a declared type
+        self.local_definitions: set[str] = set()  # names a function binds by import, `def` or `class`
         self.shielded = ""  # inside `try` whose handlers catch AttributeError (or a base): the handler it names
         self.attached_outputs: set[tuple[object, ...]] = set()  # outputs given their connector output later
         payload_name = config.payload_class.rpartition(".")[2]
@@ -91,6 +92,7 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         self.recording = True
         self.declared_defaults = {}
         self.declared_names = {}
+        self.local_definitions = set()
         self.shielded = ""
         state = NullnessState(dict(scope.captured))
         if isinstance(node, cst.Module):

@@ -203,8 +203,11 @@ class Expressions:
 
     def _global_value(self, name: str) -> Value | None:
         """A module global's declared value (this module's, or imported from another of the tree)."""
+        if name in self.local_definitions:
+            return None  # a local import, `def` or `class` of that name hides the global
         local = f"{self.module_name}.{name}" if self.module_name else name
-        declared = self.index.global_type(self.imports.resolve_dotted(name)) or self.index.global_type(local)
+        imported = self.imports.bindings.get(name)
+        declared = self.index.global_type(imported) if imported else self.index.global_type(local)
         return self._typed_value(declared, f"`{name}`") if declared is not None else None
 
     def _expr_Attribute(self, node: cst.Attribute, state: NullnessState) -> Value:
@@ -252,7 +255,9 @@ class Expressions:
             default = self._default_for_key(key)
             if default is not None and default.connector_output:
                 return default
-        if receiver.sentinel or (receiver.shallow_copy and attr not in receiver.known_fields):
+        if receiver.sentinel or (
+            receiver.shallow_copy and attr not in receiver.known_fields and not attr.startswith("__")
+        ):
             # a copy made with `copy.copy` / `dataclasses.replace` shares the sentinel's lists and dicts
             return Value(Nullness.UNKNOWN, sentinel_part=True, shallow_copy=receiver.shallow_copy, origin=f"`{code}`")
         if receiver.nullness is Nullness.UNKNOWN and not receiver.tracked and key is None:
@@ -311,7 +316,8 @@ class Expressions:
                 declared = self._declared_attribute(receiver, index.evaluated_value, f"`{self._code(node)}`")
                 if declared is not None:
                     return declared
-        if receiver.sentinel or receiver.sentinel_part:
+        indexed = len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)
+        if (receiver.sentinel or receiver.sentinel_part) and indexed:  # `x[:]` is a new list; `x[0]` is shared
             return Value(Nullness.UNKNOWN, sentinel_part=True, origin=f"`{self._code(node)}`")
         return UNTRACKED
 
@@ -417,14 +423,25 @@ class Expressions:
                              operand=self._code(node.args[0].value), state=state)
                 sets_field = any(a.keyword is not None and a.keyword.value in self.config.optional_fields
                                  for a in node.args)
-                shallow = not matches(callee, ("copy.deepcopy", "deepcopy"))
+                unknown_fields = any(a.star == "**" for a in node.args)  # `replace(EMPTY, **fields)`
+                shallow = not matches(callee, ("copy.deepcopy", "deepcopy")) and not unknown_fields
                 given = frozenset(a.keyword.value for a in node.args if a.keyword is not None)  # fresh values
                 return Value(Nullness.NOT_NONE, empty_copy=not sets_field, shallow_copy=shallow, known_fields=given,
                              origin=f"`{self._code(node)}`")
+            if args and args[0].shallow_copy and not matches(callee, ("copy.deepcopy", "deepcopy")):
+                if not any(a.star == "**" for a in node.args):  # a shallow copy of a shallow copy: still shared
+                    given = frozenset(a.keyword.value for a in node.args if a.keyword is not None)
+                    return Value(Nullness.NOT_NONE, shallow_copy=True, known_fields=args[0].known_fields | given)
             return FRESH
         if callee in ("setattr", "object.__setattr__", "object.__delattr__", "delattr") and args and args[0].sentinel:
             self._record_mutation(node, node.args[0].value, state)
             return UNTRACKED
+        if isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Attribute):
+            owner = node.func.value  # `out.__dict__.update(...)` may give a copy fresh members
+            if owner.attr.value == "__dict__" and isinstance(owner.value, cst.Name):
+                held = state.values.get(owner.value.value)
+                if held is not None and held.shallow_copy:
+                    state.values[owner.value.value] = dataclasses.replace(held, shallow_copy=False)
         if isinstance(node.func, cst.Attribute) and receiver is not None:
             name = node.func.attr.value
             if receiver.sentinel_part and name in MUTATING_METHODS:
@@ -603,9 +620,10 @@ class Expressions:
         """A nested function sees the enclosing scope's maybe-None KV values as maybe None: it may run later.
         A name that is None for now is left out: `x = None` is often a placeholder set before the call."""
         captured = tuple(
-            (key, dataclasses.replace(value, guard="", handed_on=True))
+            (key, dataclasses.replace(value, guard="", handed_on=True, evidence=False))  # no path inside
             for key, value in sorted(state.values.items(), key=lambda item: item[0])
-            if "." not in key and "[" not in key and value.connector_output and value.nullness is Nullness.MAYBE_NONE
+            if "." not in key and "[" not in key and value.connector_output
+            and value.nullness in (Nullness.MAYBE_NONE, Nullness.NOT_NONE)
         )
         return dataclasses.replace(self.scope, qualname=qualname, captured=captured, producer=producer)
 

@@ -46,6 +46,9 @@ class Statements:
             del state.values[existing]
         for existing in [k for k in self.declared_defaults if k.startswith(prefix_dot) or k.startswith(prefix_index)]:
             del self.declared_defaults[existing]  # the receiver changed: its members' declarations may differ
+        for name, held in list(state.values.items()):
+            if held.held_by and (held.held_by == key or held.held_by.startswith((prefix_dot, prefix_index))):
+                state.values[name] = dataclasses.replace(held, held_by="")  # `self.state = None`: only we hold it
         state.values[key] = value
 
     def _invalidate(self, key: str, state: NullnessState) -> None:
@@ -54,6 +57,8 @@ class Statements:
     def _forget(self, name: str, state: NullnessState) -> None:
         """A `def`/`class` rebinds a name to something defined here: untrack it, but let
         it resolve to itself (a module defining `ModelRunnerOutput` then constructs it)."""
+        if self.scope.qualname != "<module>":
+            self.local_definitions.add(name)
         for existing in [k for k in state.values if k == name or k.startswith((name + ".", name + "["))]:
             del state.values[existing]
 
@@ -61,6 +66,9 @@ class Statements:
         self, target: cst.BaseExpression, value: Value, state: NullnessState, value_node: cst.CSTNode | None
     ) -> None:
         if isinstance(target, cst.Name):
+            source = ref_key(value_node) if isinstance(value_node, (cst.Attribute, cst.Subscript)) else None
+            if value.kv_source and source is not None and source.startswith("self."):
+                value = dataclasses.replace(value, held_by=source)  # still stored on `self` as long as that stays
             declared = self.declared_names.get(target.value)
             if declared is not None and value.nullness is Nullness.UNKNOWN and not value.tracked:
                 # a value of unknown type takes the declared type, without its None (mypy: `X | Any`); a path
@@ -243,6 +251,9 @@ class Statements:
             if receiver.sentinel:
                 self._record_mutation(node.target, node.target.value, state)
             target_value = self._attribute_value(node.target, receiver, state)
+            in_place = isinstance(node.value, (cst.List, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.Tuple))
+            if target_value.sentinel_part and not receiver.sentinel and in_place:  # a list `+=` extends in place
+                self._record_mutation(node.target, node.target, state, target_value)
         assert target_value is not None
         operator = self.module.code_for_node(node.operator).strip()
         self._sink(node.target, target_value, f"`{operator}`", node.target, state)
@@ -302,7 +313,7 @@ class Statements:
         dropped = sorted(
             (key, held) for key, held in state.values.items()
             if "." not in key and "[" not in key and held.kv_source and held.connector_output
-            and not held.handed_on and held.nullness in (Nullness.MAYBE_NONE, Nullness.NOT_NONE)
+            and not held.handed_on and not held.held_by and held.nullness in (Nullness.MAYBE_NONE, Nullness.NOT_NONE)
             and not self._known_empty(key, held, state)
         )
         if not dropped:
@@ -361,7 +372,13 @@ class Statements:
 
     _stmt_Nonlocal = _stmt_Global
 
-    def _stmt_Import(self, node: cst.Import, state: NullnessState) -> NullnessState:
+    def _stmt_Import(self, node: cst.Import | cst.ImportFrom, state: NullnessState) -> NullnessState:
+        if self.scope.qualname != "<module>" and not isinstance(node.names, cst.ImportStar):
+            for alias in node.names:  # a local import hides a module global of the same name
+                bound = alias.asname.name if alias.asname is not None else alias.name
+                spelled = dotted_name(bound) if isinstance(bound, cst.BaseExpression) else None
+                if spelled:
+                    self.local_definitions.add(spelled.partition(".")[0])
         return state
 
     _stmt_ImportFrom = _stmt_Import
