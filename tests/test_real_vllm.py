@@ -31,6 +31,17 @@ def _line_of(path: Path, text: str, after: str) -> int:
     return next(i for i in range(start, len(lines)) if text in lines[i]) + 1
 
 
+def _without_guard(version: str, guard: str, tmp_path: Path) -> Path:
+    """A copy of the release's `vllm/` with the aggregator's one `guard` taken out."""
+    copy = tmp_path / f"vllm-{version}-bug"
+    shutil.copytree(vllm_tree(version) / "vllm", copy / "vllm")
+    aggregator = copy / AGGREGATOR
+    source = aggregator.read_text()
+    assert source.count(guard) == 1, "the aggregator changed shape; update the test"
+    aggregator.write_text(source.replace(guard, ""))
+    return copy
+
+
 def test_vllm_0_10_1_as_published(monkeypatch: pytest.MonkeyPatch) -> None:
     tree = vllm_tree("0.10.1")
     expected = [
@@ -44,13 +55,7 @@ def test_vllm_0_10_1_as_published(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_vllm_0_10_1_without_the_aggregator_guard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The original bug: `if not output: continue` removed from KVOutputAggregator.aggregate."""
-    copy = tmp_path / "vllm-0.10.1-bug"
-    shutil.copytree(vllm_tree("0.10.1") / "vllm", copy / "vllm")
-    aggregator = copy / AGGREGATOR
-    source = aggregator.read_text()
-    guard = "            if not output:\n                continue\n"
-    assert source.count(guard) == 1, "the aggregator changed shape; update the test"
-    aggregator.write_text(source.replace(guard, ""))
+    copy = _without_guard("0.10.1", "            if not output:\n                continue\n", tmp_path)
     found = _findings(copy, monkeypatch)
     kvc001 = [f for f in found if f[2] == "KVC001"]
     assert [(path, code) for path, _, code, _ in kvc001] == [(AGGREGATOR, "KVC001")] * 2
@@ -91,13 +96,7 @@ def test_vllm_0_33_0_without_the_guard_of_its_list_collecting_aggregator(
     """The newest aggregator first collects `o.kv_connector_output` into a `list[KVConnectorOutput | None]`,
     then loops over `chain(salvaged, kv_outputs)` behind `if not kv_output: continue`. Without that guard
     every dereference in the loop is KVC001, traced back to the field read."""
-    copy = tmp_path / "vllm-0.33.0-bug"
-    shutil.copytree(vllm_tree("0.33.0") / "vllm", copy / "vllm")
-    aggregator = copy / AGGREGATOR
-    source = aggregator.read_text()
-    guard = "            if not kv_output:\n                continue\n"
-    assert source.count(guard) == 1, "the aggregator changed shape; update the test"
-    aggregator.write_text(source.replace(guard, ""))
+    copy = _without_guard("0.33.0", "            if not kv_output:\n                continue\n", tmp_path)
     found = _findings(copy, monkeypatch)
     assert found and {(path, code) for path, _, code, _ in found} == {(AGGREGATOR, "KVC001")}
     assert any("kv_output.finished_sending" in line for *_, line in found)

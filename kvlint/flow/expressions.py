@@ -379,15 +379,13 @@ class Expressions:
         if function_value.tracked:
             self._sink(func, function_value, "call", node, state)
         args = self._eval_call_parts(node, state)
-        self._call_sinks(node, callee, receiver, args, state)
+        self._call_sinks(node, callee, args, state)
         special = self._special_call(node, callee, receiver, args, state)
         if special is not None:
             return special
         return self._declared_call(node, callee, receiver)
 
-    def _call_sinks(
-        self, node: cst.Call, callee: str | None, receiver: Value | None, args: list[Value], state: NullnessState
-    ) -> None:
+    def _call_sinks(self, node: cst.Call, callee: str | None, args: list[Value], state: NullnessState) -> None:
         """Arguments that the callee iterates (KVC005): `set(x)`, `s.update(x)`, `",".join(x)`..."""
         if callee in ITERATING_BUILTINS or callee in ITERATING_FUNCTIONS:
             what = f"`{self._code(node.func)}()`"

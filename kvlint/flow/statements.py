@@ -491,9 +491,13 @@ class Statements:
             types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
             for element in types:
                 caught = element.value if isinstance(element, cst.BaseElement) else element
-                if matches(self.imports.resolve_dotted(dotted_name(caught) or ""), NONE_ERRORS):
+                if self._is_none_error(caught):
                     return f"`except {self._code(caught)}`"
         return ""
+
+    def _is_none_error(self, node: cst.BaseExpression) -> bool:
+        """`AttributeError`, `TypeError` or a base of them: what dereferencing None raises."""
+        return matches(self.imports.resolve_dotted(dotted_name(node) or ""), NONE_ERRORS)
 
     def _stmt_With(self, node: cst.With, state: NullnessState) -> NullnessState:
         shielded = self.shielded
@@ -502,8 +506,7 @@ class Statements:
             if item.asname is not None:
                 self._assign(item.asname.name, value, state, None)
             if isinstance(item.item, cst.Call) and matches(self._resolve(item.item.func, state), SUPPRESSORS):
-                if any(matches(self.imports.resolve_dotted(dotted_name(a.value) or ""), NONE_ERRORS)
-                       for a in item.item.args):
+                if any(self._is_none_error(arg.value) for arg in item.item.args):
                     self.shielded = shielded or f"`{self._code(item.item)}`"
         try:
             after = self._block(self._suite(node.body), state)
