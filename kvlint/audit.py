@@ -336,7 +336,7 @@ def build_audit(
         paths=tuple(paths),
         output_classes=config.output_classes,
         optional_fields=config.optional_fields,
-        payload_class=config.payload_class,
+        payload_class=", ".join(config.payload_classes),
         empty_sentinels=config.empty_sentinels,
         test_files=config.test_files,
         test_ignore=config.test_ignore,

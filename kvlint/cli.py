@@ -336,7 +336,7 @@ def _check_stdin(args: argparse.Namespace) -> int:
 
         config = _with_unused_noqa(config)
         prepared = prepare_source(data, display, config, module_name, is_package)
-        index = TreeIndex(prepared.declarations, payload_class=config.payload_class)
+        index = TreeIndex(prepared.declarations, payload_classes=config.payload_classes)
         raw = analyse_prepared(prepared, config, index, suppress=False)
         try:
             text = decode_source(data)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import configparser
 import difflib
+import functools
 import fnmatch
 import hashlib
 import json
@@ -17,6 +18,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kvlint.invariants import (
+    DEFAULT_PRESETS,
+    EMPTY_OUTPUT_POLICIES,
+    INVARIANT_KEYS,
+    PRESETS,
+    Invariant,
+    InvariantSet,
+    with_overrides,
+)
 from kvlint.paths import display_path
 
 CONNECTOR_PATH_MARKER = "kvlint: connector-path"
@@ -25,7 +35,7 @@ _CODE_RE = re.compile(r"^KVC[0-9]{0,3}$", re.ASCII)
 _CFG_SPLIT_RE = re.compile(r"[,\s]+")
 _FILE_LEVEL_PREFIX = "KVC9"
 ALL_CODES = "KVC"  # what `ALL` (ruff's word for every code) stands for in select and ignore
-_FINGERPRINT_VERSION = "kvlint-config-1"
+_FINGERPRINT_VERSION = "kvlint-config-2"
 
 _CODE_KEYS = ("select", "ignore", "test-ignore")
 _GLOB_KEYS = ("exclude", "test-files")
@@ -33,27 +43,20 @@ _ATTRIBUTE_KEYS = ("optional-fields", "payload-optional-fields")
 _DOTTED_KEYS = (
     "output-classes",
     "empty-sentinels",
+    "attaching-helpers",
     "connector-guards",
     "connector-contexts",
     "optional-contexts",
     "connector-functions",
 )
 _STRING_KEYS = ("payload-class",)
+_CHOICE_KEYS = {"empty-output": EMPTY_OUTPUT_POLICIES}
 _MAPPING_KEYS = ("per-file-ignores",)
 _LIST_KEYS = _CODE_KEYS + _GLOB_KEYS + _ATTRIBUTE_KEYS + _DOTTED_KEYS
-KNOWN_KEYS = _LIST_KEYS + _STRING_KEYS + _MAPPING_KEYS
-
-_ANALYSIS_FIELDS = (
-    "optional_fields",
-    "payload_class",
-    "payload_optional_fields",
-    "output_classes",
-    "empty_sentinels",
-    "connector_guards",
-    "connector_contexts",
-    "optional_contexts",
-    "connector_functions",
-)
+_TABLE_KEYS = ("presets", "invariants")
+KNOWN_KEYS = _LIST_KEYS + _STRING_KEYS + tuple(_CHOICE_KEYS) + _MAPPING_KEYS + _TABLE_KEYS
+assert set(INVARIANT_KEYS) <= set(KNOWN_KEYS)
+_INVARIANT_TABLE_KEYS = ("name", *INVARIANT_KEYS)
 
 
 # The test-code policy (issue 16): in files matching `test-files`, findings whose code matches
@@ -69,29 +72,50 @@ class ConfigError(Exception):
     """A configuration problem; the CLI prints str(e) and exits 2."""
 
 
+Overrides = tuple[tuple[str, object], ...]  # snake_case invariant keys and their values
+
+
 @dataclass(frozen=True)
 class Config:
-    """The settings of one run; the defaults are the vLLM preset."""
+    """The settings of one run; the defaults are the vLLM presets (`kv` and `ec`)."""
 
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    optional_fields: tuple[str, ...] = ("kv_connector_output",)
-    payload_class: str = "KVConnectorOutput"
-    payload_optional_fields: tuple[str, ...] = ("finished_sending", "finished_recving")
-    output_classes: tuple[str, ...] = ("ModelRunnerOutput",)
-    empty_sentinels: tuple[str, ...] = ("EMPTY_MODEL_RUNNER_OUTPUT",)
-    connector_guards: tuple[str, ...] = ("has_kv_transfer_group",)
-    connector_contexts: tuple[str, ...] = ("_get_kv_connector_output",)
-    optional_contexts: tuple[str, ...] = ("maybe_get_kv_connector_output",)
-    connector_functions: tuple[str, ...] = ()
+    presets: tuple[str, ...] = DEFAULT_PRESETS
+    kv_overrides: Overrides = ()  # today's flat keys (`optional-fields = [...]`): they override the `kv` preset
+    invariant_tables: tuple[tuple[str, Overrides], ...] = ()  # `[[tool.kvlint.invariants]]`: name, keys
     test_files: tuple[str, ...] = DEFAULT_TEST_FILES
     test_ignore: tuple[str, ...] = DEFAULT_TEST_IGNORE
     source: Path | None = None
     root: Path | None = None
     # the kebab-case keys the configuration file set (the rest are defaults); `kvlint config` shows them
     explicit_keys: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+
+    @functools.cached_property
+    def invariants(self) -> InvariantSet:
+        """The active invariants: the presets, the flat keys on `kv`, then each table on its namesake."""
+        chosen = {name: PRESETS[name] for name in self.presets}
+        if self.kv_overrides:
+            chosen["kv"] = with_overrides(chosen.get("kv", PRESETS["kv"]), self.kv_overrides)
+        for name, overrides in self.invariant_tables:
+            start = chosen.get(name) or PRESETS.get(name) or Invariant(name)
+            chosen[name] = with_overrides(start, overrides)
+        return InvariantSet(tuple(chosen.values()))
+
+    # Every invariant's names together: what the byte scan, the declaration index and the faces that
+    # do not tell invariants apart look for.
+    optional_fields = property(lambda self: self.invariants.optional_fields)
+    payload_classes = property(lambda self: self.invariants.payload_classes)
+    payload_optional_fields = property(lambda self: self.invariants.payload_optional_fields)
+    output_classes = property(lambda self: self.invariants.output_classes)
+    empty_sentinels = property(lambda self: self.invariants.empty_sentinels)
+    attaching_helpers = property(lambda self: self.invariants.attaching_helpers)
+    connector_guards = property(lambda self: self.invariants.connector_guards)
+    connector_contexts = property(lambda self: self.invariants.connector_contexts)
+    optional_contexts = property(lambda self: self.invariants.optional_contexts)
+    connector_functions = property(lambda self: self.invariants.connector_functions)
 
     def is_enabled(self, code: str) -> bool:
         """Decide flake8-style (longest prefix wins, ties ignore) whether `code` is reported."""
@@ -136,23 +160,16 @@ class Config:
 
     def fingerprint(self) -> str:
         """Return a stable sha256 hex digest of the settings that change analysis results."""
-        payload = {name: getattr(self, name) for name in _ANALYSIS_FIELDS}
-        payload["version"] = _FINGERPRINT_VERSION
+        payload: dict[str, object] = {
+            "invariants": [invariant.as_dict() for invariant in self.invariants.invariants],
+            "version": _FINGERPRINT_VERSION,
+        }
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
     def names(self) -> tuple[str, ...]:
         """Return the identifiers a file must mention for any rule to fire in it."""
-        configured = (
-            *self.optional_fields,
-            self.payload_class,
-            *self.output_classes,
-            *self.empty_sentinels,
-            *self.connector_guards,
-            *self.connector_contexts,
-            *self.optional_contexts,
-            *self.connector_functions,
-        )
+        configured = [name for invariant in self.invariants.invariants for name in invariant.names()]
         found = dict.fromkeys(name.rpartition(".")[2] for name in configured if name)
         found[CONNECTOR_PATH_MARKER] = None
         return tuple(found)
@@ -263,17 +280,10 @@ def _type_name(value: object) -> str:
 def config_from_mapping(data: Mapping[str, object], source: Path) -> Config:
     """Validate a kebab-case settings mapping and build a Config from it."""
     section = _section_name(source)
-    for key in data:
-        if key not in KNOWN_KEYS:
-            close = difflib.get_close_matches(str(key), KNOWN_KEYS, n=1, cutoff=0.6)
-            if close:
-                hint = f"did you mean {close[0]!r}?"
-            else:
-                hint = "known keys: " + ", ".join(KNOWN_KEYS)
-            raise _error(source, f"unknown key {key!r} in {section} ({hint})")
+    _check_keys(data, KNOWN_KEYS, section, source)
 
     fields: dict[str, object] = {}
-    for key in _LIST_KEYS:
+    for key in _CODE_KEYS + _GLOB_KEYS:
         if key in data:
             fields[key.replace("-", "_")] = _string_list(data[key], key, section, source)
     for key in _CODE_KEYS:
@@ -287,25 +297,85 @@ def config_from_mapping(data: Mapping[str, object], source: Path) -> Config:
         for value in fields.get(key.replace("-", "_"), ()):
             if not value:
                 raise _error(source, f"empty pattern in {key!r} in {section}")
-    for key in _ATTRIBUTE_KEYS + _DOTTED_KEYS:
-        dotted = key in _DOTTED_KEYS
-        for value in fields.get(key.replace("-", "_"), ()):
-            _check_name(value, key, section, source, dotted)
-    if "payload-class" in data:
-        value = data["payload-class"]
-        if not isinstance(value, str):
-            raise _error(
-                source,
-                f"'payload-class' in {section} must be a string, got {_type_name(value)}",
-            )
-        _check_name(value, "payload-class", section, source, dotted=True)
-        fields["payload_class"] = value
     if "per-file-ignores" in data:
         fields["per_file_ignores"] = _per_file_ignores(data["per-file-ignores"], section, source)
+    if "presets" in data:
+        presets = _string_list(data["presets"], "presets", section, source)
+        for name in presets:
+            if name not in PRESETS:
+                raise _error(source, f"unknown preset {name!r} in 'presets' in {section} (known: {', '.join(PRESETS)})")
+        fields["presets"] = tuple(dict.fromkeys(presets))
+    kv_overrides = _invariant_keys(data, section, source)
+    if kv_overrides:
+        if "kv" not in fields.get("presets", DEFAULT_PRESETS):  # type: ignore[operator]
+            flat = ", ".join(repr(key.replace("_", "-")) for key, _ in kv_overrides)
+            raise _error(source, f"{flat} in {section} override the 'kv' preset, which 'presets' leaves out")
+        fields["kv_overrides"] = kv_overrides
+    if "invariants" in data:
+        fields["invariant_tables"] = _invariant_tables(data["invariants"], section, source)
 
     absolute = Path(os.path.abspath(source))
     explicit = frozenset(str(key) for key in data)
     return Config(source=absolute, root=absolute.parent, explicit_keys=explicit, **fields)  # type: ignore[arg-type]
+
+
+def _check_keys(data: Mapping[str, object], known: Sequence[str], section: str, source: Path) -> None:
+    for key in data:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}?" if close else "known keys: " + ", ".join(known)
+            raise _error(source, f"unknown key {key!r} in {section} ({hint})")
+
+
+def _invariant_keys(data: Mapping[str, object], section: str, source: Path) -> Overrides:
+    """The invariant keys `data` sets, validated, as snake_case (key, value) pairs in the dataclass's order."""
+    found: dict[str, object] = {}
+    for key in INVARIANT_KEYS:
+        if key not in data:
+            continue
+        value = data[key]
+        if key in _STRING_KEYS or key in _CHOICE_KEYS:
+            if not isinstance(value, str):
+                raise _error(source, f"{key!r} in {section} must be a string, got {_type_name(value)}")
+            if key in _CHOICE_KEYS and value not in _CHOICE_KEYS[key]:
+                choices = " or ".join(repr(choice) for choice in _CHOICE_KEYS[key])
+                raise _error(source, f"{key!r} in {section} must be {choices}, got {value!r}")
+            if key in _STRING_KEYS:
+                _check_name(value, key, section, source, dotted=True)
+        else:
+            value = _string_list(value, key, section, source)
+            for item in value:
+                _check_name(item, key, section, source, dotted=key in _DOTTED_KEYS)
+        found[key.replace("-", "_")] = value
+    return tuple(found.items())
+
+
+def _invariant_tables(value: object, section: str, source: Path) -> tuple[tuple[str, Overrides], ...]:
+    """`[[tool.kvlint.invariants]]`: a list of tables, each with a `name` and invariant keys."""
+    key = "invariants"
+    if not isinstance(value, (list, tuple)):
+        raise _error(source, f"{key!r} in {section} must be a list of tables, got {_type_name(value)}")
+    tables: dict[str, Overrides] = {}
+    for index, table in enumerate(value):
+        if not isinstance(table, Mapping):
+            raise _error(source, f"{key!r} in {section} must be a list of tables, but item {index} is {_type_name(table)}")
+        name = table.get("name")
+        where = f"{section} invariant {index}" if not isinstance(name, str) else f"{section} invariant {name!r}"
+        if not isinstance(name, str) or not _is_name(name, dotted=False):
+            raise _error(source, f"{where} needs a 'name' (a Python identifier, e.g. 'kv')")
+        if name in tables:
+            raise _error(source, f"{where} is given twice")
+        _check_keys(table, _INVARIANT_TABLE_KEYS, where, source)
+        overrides = _invariant_keys(table, where, source)
+        if name not in PRESETS:
+            keys = dict(overrides)
+            for required in ("optional_fields", "payload_class"):
+                if not keys.get(required):
+                    raise _error(
+                        source, f"{where} is not a preset, so it needs {required.replace('_', '-')!r}"
+                    )
+        tables[name] = overrides
+    return tuple(tables.items())
 
 
 def _string_list(value: object, key: str, section: str, source: Path) -> tuple[str, ...]:
@@ -414,15 +484,29 @@ def _cfg_section(path: Path, raw: bytes) -> Mapping[str, object] | None:
         parser.read_string(_decode(path, raw), source=str(path))
     except configparser.Error as exc:
         raise _error(path, f"invalid INI syntax: {exc}") from exc
-    if not parser.has_section("kvlint"):
+    tables = [name for name in parser.sections() if name.startswith(_CFG_INVARIANT_PREFIX)]
+    if not parser.has_section("kvlint") and not tables:
         return None
+    data = _cfg_values(path, parser.items("kvlint")) if parser.has_section("kvlint") else {}
+    if tables:  # `[kvlint.invariants.NAME]`: a section per invariant, the TOML list of tables' twin
+        data["invariants"] = [
+            {"name": name[len(_CFG_INVARIANT_PREFIX):], **_cfg_values(path, parser.items(name))} for name in tables
+        ]
+    return data
+
+
+_CFG_INVARIANT_PREFIX = "kvlint.invariants."
+
+
+def _cfg_values(path: Path, items: Sequence[tuple[str, str]]) -> dict[str, object]:
+    """An INI section's values in the types the TOML spelling gives them."""
     data: dict[str, object] = {}
-    for key, value in parser.items("kvlint"):
+    for key, value in items:
         if key == "per-file-ignores":
             data[key] = _parse_cfg_per_file_ignores(path, value)
-        elif key in _STRING_KEYS:
+        elif key in _STRING_KEYS or key in _CHOICE_KEYS:
             data[key] = value.strip()
-        elif key in _LIST_KEYS:
+        elif key in _LIST_KEYS or key == "presets":
             data[key] = [item for item in _CFG_SPLIT_RE.split(value) if item]
         else:
             data[key] = value
@@ -531,11 +615,7 @@ def load_config(paths: Sequence[Path], config_file: Path | None = None) -> Confi
 
 
 # `kvlint config` lists the keys in this order: what is reported where, then the names of the preset.
-DISPLAY_ORDER = (
-    "select", "ignore", "exclude", "per-file-ignores", "test-files", "test-ignore",
-    "optional-fields", "payload-class", "payload-optional-fields", "output-classes", "empty-sentinels",
-    "connector-guards", "connector-contexts", "optional-contexts", "connector-functions",
-)
+DISPLAY_ORDER = ("select", "ignore", "exclude", "per-file-ignores", "test-files", "test-ignore", "presets")
 
 
 def _toml_value(value: object, table: bool = False) -> str:
@@ -581,6 +661,21 @@ def describe(config: Config, command_line: Mapping[str, str] = {}, path: Path | 
         if key == "select" and not value:
             where += ": every code"
         lines.append(f"{key} = {_toml_value(value, table=key == 'per-file-ignores')}  # {where}")
+    tables = dict(config.invariant_tables)
+    for invariant in config.invariants.invariants:
+        set_here = dict(tables.get(invariant.name, ()))
+        flat = dict(config.kv_overrides) if invariant.name == "kv" else {}
+        preset = f"the {invariant.name!r} preset" if invariant.name in PRESETS else "default"
+        lines += ["", "[[tool.kvlint.invariants]]", f"name = {_toml_value(invariant.name)}  # {preset}"]
+        for key in INVARIANT_KEYS:
+            name = key.replace("-", "_")
+            if name in set_here:
+                where = f"from {origin} ([[tool.kvlint.invariants]] {invariant.name!r})"
+            elif name in flat:
+                where = f"from {origin} (the flat key {key!r})"
+            else:
+                where = preset
+            lines.append(f"{key} = {_toml_value(getattr(invariant, name))}  # {where}")
     return "\n".join(lines) + "\n"
 
 

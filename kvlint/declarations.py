@@ -428,11 +428,12 @@ def _is_sentinel(node: ast.expr, resolve: Resolver, sentinels: tuple[str, ...]) 
 
 def module_declarations(
     tree: ast.Module, module_name: str, imports: ImportTable, empty_sentinels: Iterable[str] = (),
-    output_classes: Iterable[str] = (), guards: Iterable[str] = (), contexts: Iterable[str] = (),
+    output_classes: Iterable[str] = (), path_names: Iterable[tuple[str, tuple[str, ...], tuple[str, ...]]] = (),
 ) -> list[Declaration]:
     """Every declaration of one module, in a stable order. Empty `output_classes` (the module names no
-    output class nor sentinel) skips looking for producers; empty `guards` and `contexts` skip counting
-    the calls made on connector paths."""
+    output class nor sentinel) skips looking for producers; `path_names`, each invariant's name with the
+    guards and contexts of it the module mentions, says whose connector paths to count calls on (as
+    `invariant:name`)."""
     resolve = _local_resolver(tree, module_name, imports)
     sentinels = tuple(empty_sentinels)
     outputs = tuple(output_classes)
@@ -458,7 +459,11 @@ def module_declarations(
                 stack.append((child, qualname))
             else:
                 stack.append((child, prefix))
-    counts = PathCallCounter(resolve, tuple(guards), tuple(contexts)).count(tree)
+    counts = {
+        f"{invariant}:{name}": count
+        for invariant, guards, contexts in path_names if guards or contexts
+        for name, count in PathCallCounter(resolve, guards, contexts).count(tree).items()
+    }
     if counts:
         found.append(PathCalls(module_name, tuple(sorted(counts.items()))))
     return sorted(found, key=lambda d: (type(d).__name__, getattr(d, "qualname", getattr(d, "module", ""))))

@@ -185,7 +185,7 @@ def module_name_for(path: Path) -> tuple[str, bool]:
 
 
 def declared_optional_attributes(
-    statements: Iterable[ast.stmt], imports: ImportTable, payload_class: str
+    statements: Iterable[ast.stmt], imports: ImportTable, payload_classes: tuple[str, ...]
 ) -> set[str]:
     """Names of attributes annotated `KVConnectorOutput | None` (class body or `self.x:`) among a
     module's statements (`walk_statements`)."""
@@ -200,7 +200,7 @@ def declared_optional_attributes(
             name = target.id
         else:
             continue
-        kind = classify_annotation(node.annotation, imports.resolve_dotted, (payload_class,))
+        kind = classify_annotation(node.annotation, imports.resolve_dotted, payload_classes)
         if kind is AnnotationKind.OPTIONAL_PAYLOAD:
             names.add(name)
     return names
@@ -275,9 +275,12 @@ def prepare_source(
     prepared.declarations = module_declarations(
         tree, module_name, prepared.imports, config.empty_sentinels,
         mentioned((*config.output_classes, *config.empty_sentinels)) and config.output_classes,
-        mentioned(config.connector_guards), mentioned(config.connector_contexts),
+        [
+            (invariant.name, mentioned(invariant.connector_guards), mentioned(invariant.connector_contexts))
+            for invariant in config.invariants.invariants
+        ],
     )
-    optional_attributes = declared_optional_attributes(statements, prepared.imports, config.payload_class)
+    optional_attributes = declared_optional_attributes(statements, prepared.imports, config.payload_classes)
     prepared.optional_attributes = frozenset(optional_attributes)
     output_classes = prepared.imports.aliases_of(config.output_classes)
     mentioned = prepared.imports.aliases_of(config.names()) - output_classes
@@ -353,7 +356,7 @@ def _relevance(config: Config, extra_names: tuple[str, ...], extra_output_classe
         name.rpartition(".")[2]
         for name in (
             *config.optional_fields,
-            config.payload_class,
+            *config.payload_classes,
             *config.empty_sentinels,
             *config.connector_guards,
             *config.connector_contexts,
@@ -602,5 +605,5 @@ def analyse_source(
     config = config or Config()
     prepared = prepare_source(source, display_path, config, module_name, is_package)
     if index is None:
-        index = TreeIndex(prepared.declarations, payload_class=config.payload_class)
+        index = TreeIndex(prepared.declarations, payload_classes=config.payload_classes)
     return analyse_prepared(prepared, config, index)

@@ -103,7 +103,7 @@ class KVLintChecker:
         if prepared.error is not None and prepared.error.message.startswith("cannot parse"):
             return []  # flake8's E999; unreachable unless flake8 parsed what Python cannot
         covered = tree is not None and os.path.abspath(self.filename) in tree.covered
-        index = tree.index if covered else TreeIndex(prepared.declarations, payload_class=config.payload_class)
+        index = tree.index if covered else TreeIndex(prepared.declarations, payload_classes=config.payload_classes)
         # flake8 applies `# noqa` itself (so that --disable-noqa works): the engine keeps every finding but the
         # test-code policy's, and kvlint's select/ignore/per-file-ignores are applied here, flake8's own after them
         report = analyse_prepared(prepared, config, index, extra_names, suppress=False)

@@ -63,7 +63,7 @@ class KvlintPlugin(Plugin):
         self._output_classes = tuple(name for config in routing for name in config.output_classes)
         self._anchors = tuple(
             name for config in routing for name in (
-                config.payload_class, *config.connector_guards, *config.connector_contexts,
+                *config.payload_classes, *config.connector_guards, *config.connector_contexts,
                 *config.optional_contexts, *config.connector_functions,
             )
         )

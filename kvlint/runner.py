@@ -304,7 +304,7 @@ def _build_index(
     name, so only the callers need that second look. Last, the functions every
     mention of which is a call on a connector path (`relevant_texts` are the
     relevant files' sources)."""
-    index = TreeIndex(entries, payload_class=config.payload_class)
+    index = TreeIndex(entries, payload_classes=config.payload_classes)
     configured = config.names()  # a skipped file mentions none of them, nor any name containing one
     candidates = tuple(sorted(
         n for n in index.candidate_names()
@@ -315,7 +315,7 @@ def _build_index(
         names = sorted(index.optional_method_names)
         pattern = re.compile(rb"\bdef\s+(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b")
         elsewhere = {match.group(1).decode() for _, data in callers for match in pattern.finditer(data)}
-        index = TreeIndex(entries, elsewhere, config.payload_class)
+        index = TreeIndex(entries, elsewhere, config.payload_classes)
     if index.callee_candidates():
         index.find_connector_callees(relevant_texts, [data for _, data in skipped])
     return index, callers

@@ -57,7 +57,9 @@ class Site:
     """One relevant place in a file, with the flow facts that hold there.
 
     Only the fields that make sense for `kind` are set; the others keep their
-    defaults. `on_connector_path` is what docs/design.md ("Connector paths") defines; `may_be_none`
+    defaults. A site belongs to one invariant: a construction or a return of the sentinel that several
+    invariants share is recorded once for each. `on_connector_path` is what docs/design.md
+    ("Connector paths") defines, for the site's invariant; `may_be_none`
     says whether the flow analysis could not prove the value non-None;
     `guard` says how it was proven (for the audit).
     """
@@ -79,3 +81,7 @@ class Site:
     carries_connector_output: bool | None = None  # None: cannot tell (**kwargs)
     connector_output_argument: str = ""  # source of the kv_connector_output= argument
     path_reason: str = ""  # why the point is on a connector path
+    allowed_empty: bool = False  # a returned sentinel that `empty-output = "allow-when-empty"` accepts here
+    invariant: str = ""  # the invariant the site speaks for (`kv`, `ec`); its path facts are that invariant's
+    field: str = ""  # that invariant's optional field, as messages name it (`kv_connector_output`)
+    payload: str = ""  # its payload class, as messages name it (`KVConnectorOutput`)

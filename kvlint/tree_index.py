@@ -48,16 +48,18 @@ class TreeIndex:
 
     def __init__(
         self, declarations: Iterable[Declaration] = (), other_definitions: Iterable[str] = (),
-        payload_class: str = "KVConnectorOutput",
+        payload_classes: tuple[str, ...] = ("KVConnectorOutput",),
     ):
         declarations = list(declarations)
-        payload = (payload_class,)
+        payload = payload_classes
         self.functions: dict[str, FunctionDecl] = {}
         self.classes: dict[str, ClassDecl] = {}
         self.globals: dict[str, TypeRef] = {}
         self._mro: dict[str, list[ClassDecl]] = {}  # lookups repeat for every attribute read of `self`
-        self.path_calls: dict[str, int] = {}  # calls made where a connector is active: `.name` methods, `name`
-        self.connector_callees: frozenset[str] = frozenset()  # functions only ever called there
+        # calls made where an invariant's connector is active: `kv:.name` (methods), `kv:name` (functions)
+        self.path_calls: dict[str, int] = {}
+        # functions only ever called there: `.name` or `name` -> the invariants whose path it is on
+        self.connector_callees: dict[str, tuple[str, ...]] = {}
         classes_by_name: dict[str, list[ClassDecl]] = {}
         ambiguous: set[str] = set()  # two files of one module name (scripts without packages): trust neither
         for decl in declarations:
@@ -89,10 +91,17 @@ class TreeIndex:
                 scopes.add(qualname)
         self._scopes = frozenset(scopes)
         functions = [d for d in declarations if isinstance(d, FunctionDecl)]
-        self.optional_qualnames = frozenset(d.qualname for d in functions if returns_optional_payload(d, payload))
-        optional_names = {d.name for d in functions if returns_optional_payload(d, payload)}
+        optional = [d for d in functions if returns_optional_payload(d, payload)]
+        # the payload class each Optional-returning function declares (which invariant its value belongs to)
+        self.optional_qualnames = {d.qualname: d.returns.name for d in optional if d.returns is not None}
+        optional_names: dict[str, set[str]] = {}
+        for d in optional:
+            optional_names.setdefault(d.name, set()).add(d.returns.name if d.returns is not None else "")
         plain_names = {d.name for d in functions if not returns_optional_payload(d, payload)} | set(other_definitions)
-        self.optional_method_names = frozenset(optional_names - plain_names)
+        self.optional_method_names = {  # one payload class for every definition of the name, or "" (several)
+            name: min(classes) if len(classes) == 1 else "" for name, classes in optional_names.items()
+            if name not in plain_names
+        }
         self.payload_names = frozenset(
             [name for decl in self.classes.values() for name, type_ in decl.members if _holds(type_, payload)]
             + [d.name for d in functions if d.returns is not None and _holds(d.returns, payload)]
@@ -112,8 +121,8 @@ class TreeIndex:
             sorted([d.to_json()[:-1] for d in self.functions.values()], key=repr),
             sorted([d.to_json() for d in self.classes.values()], key=repr),
             sorted([[q, t.to_json()] for q, t in self.globals.items()], key=repr),
-            sorted(self.optional_method_names),
-            sorted(self.connector_callees),
+            sorted(self.optional_method_names.items()),
+            sorted(self.connector_callees.items()),
         ]
 
     def callee_candidates(self) -> list[str]:
@@ -123,7 +132,7 @@ class TreeIndex:
         for decl in self.functions.values():
             defined[decl.name] = defined.get(decl.name, 0) + 1
         producing = {self._call_key(d) for d in self.functions.values() if d.returns_output and defined[d.name] == 1}
-        return sorted(key for key in producing if self.path_calls.get(key))
+        return sorted(key for key in self.path_calls if key.partition(":")[2] in producing)
 
     def _call_key(self, decl: FunctionDecl) -> str:
         """How calls of the function are counted: `.name` for a method, `name` for a function."""
@@ -131,9 +140,10 @@ class TreeIndex:
 
     def find_connector_callees(self, relevant_texts: Sequence[str], other_files: Sequence[bytes]) -> None:
         """Keep the candidates whose every mention in the tree is one of the counted calls."""
-        found = []
+        found: dict[str, tuple[str, ...]] = {}
         for key in self.callee_candidates():
-            name = key.lstrip(".")
+            invariant, _, call = key.partition(":")
+            name = call.lstrip(".")
             mention = re.compile(rf"\b{re.escape(name)}\b")
             definition = re.compile(rf"\bdef\s+{re.escape(name)}\b")
             mentions = sum(len(mention.findall(text)) - len(definition.findall(text)) for text in relevant_texts
@@ -142,16 +152,20 @@ class TreeIndex:
                 continue  # also called, or named, off the path in the relevant files
             encoded = name.encode()
             if not any(encoded in data for data in other_files):  # the other files have no guard at all
-                found.append(key)
-        self.connector_callees = frozenset(found)
+                found[call] = (*found.get(call, ()), invariant)
+        self.connector_callees = found
 
     # ------------------------------------------------------------ functions
 
-    def returns_optional(self, callee: str, module_name: str) -> bool:
-        """Say whether a call to the resolved callee (receiver unknown) returns Optional payload."""
-        if callee in self.optional_qualnames or f"{module_name}.{callee}" in self.optional_qualnames:
-            return True
-        return "." in callee and callee.rpartition(".")[2] in self.optional_method_names
+    def returns_optional(self, callee: str, module_name: str) -> str | None:
+        """The payload class a call to the resolved callee (receiver unknown) returns Optional, "" when the
+        definitions of a method name disagree on it; None when the call returns no Optional payload."""
+        for name in (callee, f"{module_name}.{callee}"):
+            if name in self.optional_qualnames:
+                return self.optional_qualnames[name]
+        if "." in callee:
+            return self.optional_method_names.get(callee.rpartition(".")[2])
+        return None
 
     def function(self, callee: str, module_name: str) -> FunctionDecl | None:
         """The declaration of a resolved function name (`pkg.mod.f`, or `f` of this module)."""

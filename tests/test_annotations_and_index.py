@@ -295,7 +295,7 @@ def build(kvo: KVConnectorOutput):
 
 
 def test_positional_arguments_follow_the_generated_init_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    config = Config(output_classes=("OwnInit", "Fields", "KeywordOnly", "NotInInit"))
+    config = Config(kv_overrides=(("output_classes", ("OwnInit", "Fields", "KeywordOnly", "NotInInit")),))
     (tmp_path / "outputs.py").write_text(POSITIONAL)
     monkeypatch.chdir(tmp_path)
     found = [(f.line, f.code) for f in run([Path(".")], config, jobs=1).findings]

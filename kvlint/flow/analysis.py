@@ -30,7 +30,7 @@ from kvlint.names import ImportTable, matches
 from kvlint.sites import Site, SiteKind, Span
 from kvlint.tree_index import TreeIndex
 
-CONNECTOR_PATH_MARKER = re.compile(r"#\s*kvlint:\s*connector-path\b")
+CONNECTOR_PATH_MARKER = re.compile(r"#\s*kvlint:\s*connector-path\b(?:\[(?P<invariants>[\w\s,]*)\])?")
 
 
 class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
@@ -68,8 +68,10 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         self.local_definitions: set[str] = set()  # names a function binds by import, `def` or `class`
         self.shielded = ""  # inside `try` whose handlers catch AttributeError (or a base): the handler it names
         self.attached_outputs: set[tuple[object, ...]] = set()  # outputs given their connector output later
-        payload_name = config.payload_class.rpartition(".")[2]
-        self.payload_spellings = (payload_name, *imports.aliases_of((config.payload_class,)))
+        self.invariants = config.invariants
+        self.invariant_names = tuple(invariant.name for invariant in self.invariants.invariants)
+        payload_names = tuple(name.rpartition(".")[2] for name in config.payload_classes)
+        self.payload_spellings = (*payload_names, *imports.aliases_of(config.payload_classes))
 
     # ----------------------------------------------------------- entry points
 
@@ -113,39 +115,56 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         ):
             receiver = node.params.params[0].name.value  # `self`: an instance of the enclosing class
             # in the payload class's own methods, `self` is a connector output (its payload sets may be None)
-            payload = self._is_payload_class(self.scope.class_name)
-            state.values[receiver] = Value(Nullness.NOT_NONE, cls=self.scope.class_name, connector_output=payload)
+            payload = self._payload_invariant(self.scope.class_name)
+            state.values[receiver] = Value(
+                Nullness.NOT_NONE, cls=self.scope.class_name, connector_output=bool(payload), invariant=payload
+            )
         self.scope = dataclasses.replace(self.scope, producer=self._is_producer(node))
-        reason = ""
-        if node.name.value in self.config.connector_functions or matches(
-            f"{self.scope.qualname}", self.config.connector_functions
-        ):
-            reason = f"`{node.name.value}` is listed in connector-functions"
-        elif self._has_connector_marker(node):
-            reason = "marked `# kvlint: connector-path`"
-        elif (f".{node.name.value}" if self.scope.class_name else node.name.value) in self.index.connector_callees:
-            reason = f"every call of `{node.name.value}` in the tree is on a connector path"
-        if reason:
-            state.path = PathFact.ON
-            state.path_reason = reason
+        for invariant, reason in self._connector_function_reasons(node).items():
+            state.set_path(invariant, PathFact.ON, reason)
             self._record(
                 SiteKind.CONNECTOR_FUNCTION,
                 node.name,
                 on_connector_path=True,
                 path_reason=reason,
                 expression=f"def {node.name.value}",
+                invariant=invariant,
             )
 
-    def _has_connector_marker(self, node: cst.FunctionDef) -> bool:
+    def _connector_function_reasons(self, node: cst.FunctionDef) -> dict[str, str]:
+        """The invariants whose connector is active throughout the function, and why."""
+        reasons: dict[str, str] = {}
+        name = node.name.value
+        for invariant in self.invariants.invariants:
+            if name in invariant.connector_functions or matches(self.scope.qualname, invariant.connector_functions):
+                reasons[invariant.name] = f"`{name}` is listed in connector-functions"
+        marked = self._connector_marker(node)
+        if marked is not None:
+            for invariant in marked or self.invariant_names[:1]:  # a bare marker: the first invariant (`kv`)
+                if invariant in self.invariants.by_name:
+                    reasons.setdefault(invariant, "marked `# kvlint: connector-path`")
+        for invariant in self.index.connector_callees.get(f".{name}" if self.scope.class_name else name, ()):
+            reasons.setdefault(invariant, f"every call of `{name}` in the tree is on a connector path")
+        return reasons
+
+    def _connector_marker(self, node: cst.FunctionDef) -> tuple[str, ...] | None:
+        """The invariants a `# kvlint: connector-path` comment on the `def` line names (`connector-path[ec]`),
+        () for a bare marker; None when there is none."""
+        comments = []
         line = self.span_of(node).line
-        if 0 < line <= len(self.source_lines) and CONNECTOR_PATH_MARKER.search(self.source_lines[line - 1]):
-            return True
+        if 0 < line <= len(self.source_lines):
+            comments.append(self.source_lines[line - 1])
         body = node.body
         if isinstance(body, cst.IndentedBlock) and body.header.comment is not None:
-            return bool(CONNECTOR_PATH_MARKER.search(body.header.comment.value))
+            comments.append(body.header.comment.value)
         if isinstance(body, cst.SimpleStatementSuite) and body.trailing_whitespace.comment is not None:
-            return bool(CONNECTOR_PATH_MARKER.search(body.trailing_whitespace.comment.value))
-        return False
+            comments.append(body.trailing_whitespace.comment.value)
+        for comment in comments:
+            found = CONNECTOR_PATH_MARKER.search(comment)
+            if found is not None:
+                named = found.group("invariants") or ""
+                return tuple(name.strip() for name in named.split(",") if name.strip())
+        return None
 
     def _bind_parameters(self, params: cst.Parameters, state: NullnessState) -> None:
         every = [*params.posonly_params, *params.params, *params.kwonly_params]
@@ -215,4 +234,4 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         text = self.module.code_for_node(annotation)
         if not any(name in text for name in self.payload_spellings):
             return None
-        return classify_annotation_text(text, self.imports.resolve_dotted, (self.config.payload_class,))
+        return classify_annotation_text(text, self.imports.resolve_dotted, self.config.payload_classes)

@@ -56,16 +56,21 @@ class Expressions:
         if declared is not None:
             return declared
         last = re.split(r"[.\[]", key)[-1]
-        if last in self.config.optional_fields:
-            return self._field_source(f"`{key}`")
-        if last in self.config.payload_optional_fields:
-            return Value(Nullness.MAYBE_NONE, payload=True, origin=f"`{key}`")
+        invariant = self.invariants.of_field(last)
+        if invariant:
+            return self._field_source(f"`{key}`", invariant)
+        invariant = self.invariants.of_payload_field(last)
+        if invariant:
+            return Value(Nullness.MAYBE_NONE, payload=True, origin=f"`{key}`", invariant=invariant)
         return None
 
     @staticmethod
-    def _field_source(origin: str) -> Value:
+    def _field_source(origin: str, invariant: str) -> Value:
         """A read of a connector-output field whose declaration is not visible: by name, maybe None."""
-        return Value(Nullness.MAYBE_NONE, connector_output=True, evidence=True, origin=origin, kv_source=True)
+        return Value(
+            Nullness.MAYBE_NONE, connector_output=True, evidence=True, origin=origin, kv_source=True,
+            invariant=invariant,
+        )
 
     def _lookup(self, key: str, state: NullnessState) -> Value:
         value = state.values.get(key)
@@ -84,7 +89,8 @@ class Expressions:
         return self.imports.resolve_dotted(spelled)
 
     def _sentinel_value(self, name: str) -> Value:
-        return Value(Nullness.NOT_NONE, sentinel=True, origin=f"`{name}`")
+        sharing = self.invariants.with_sentinel(self.imports.resolve_dotted(name))
+        return Value(Nullness.NOT_NONE, sentinel=True, origin=f"`{name}`", sentinel_of=sharing)
 
     # ------------------------------------------------------- declarations
 
@@ -100,16 +106,17 @@ class Expressions:
         if declared.kind == "class" and declared.name in UNTYPED:
             return None  # `Any` and `object` say nothing about None
         if declared.kind == "class":
-            if self._is_payload_class(declared.name):
+            invariant = self._payload_invariant(declared.name)
+            if invariant:
                 cls = self._class_of(declared.name)
                 if declared.optional:
                     return Value(
                         Nullness.MAYBE_NONE, connector_output=True, evidence=True, origin=origin, kv_source=source,
-                        cls=cls,
+                        cls=cls, invariant=invariant,
                     )
                 return Value(
                     Nullness.NOT_NONE, connector_output=True, guard=f"declared `{declared.name.rpartition('.')[2]}`",
-                    kv_source=source, cls=cls,
+                    kv_source=source, cls=cls, invariant=invariant,
                 )
             nullness = Nullness.MAYBE_NONE if declared.optional else Nullness.NOT_NONE
             return Value(nullness, cls=self._class_of(declared.name), cls_args=declared.args)
@@ -123,14 +130,17 @@ class Expressions:
             return Value(Nullness.UNKNOWN, never_returns=True)
         return UNTRACKED
 
-    def _is_payload_class(self, name: str) -> bool:
-        """The payload class, or a class of the tree derived from it."""
-        if matches(name, (self.config.payload_class,)):
-            return True
-        return any(
-            matches(base, (self.config.payload_class,))
-            for decl in self.index.mro(self._class_of(name)) for base in (decl.qualname, *decl.bases)
-        )
+    def _payload_invariant(self, name: str) -> str:
+        """The invariant whose payload class this is, or a class of the tree derived from ("" neither)."""
+        invariant = self.invariants.of_payload_class(name)
+        if invariant or not self.index.classes:
+            return invariant
+        for decl in self.index.mro(self._class_of(name)):
+            for base in (decl.qualname, *decl.bases):
+                invariant = self.invariants.of_payload_class(base)
+                if invariant:
+                    return invariant
+        return ""
 
     def _annotation_value(self, annotation: cst.BaseExpression, origin: str) -> Value | None:
         """The value an annotation in this module declares (a parameter, an annotated local)."""
@@ -195,7 +205,7 @@ class Expressions:
         value = state.values.get(node.value)
         if value is not None:
             return value
-        if matches(self.imports.resolve_dotted(node.value), self.config.empty_sentinels):
+        if matches(self.imports.resolve_dotted(node.value), self.invariants.empty_sentinels):
             return self._sentinel_value(node.value)
         if node.value == "None":
             return Value(Nullness.NONE)
@@ -214,15 +224,37 @@ class Expressions:
         receiver = self._eval(node.value, state)
         attr = node.attr.value
         if receiver.nullness is Nullness.NONE and not receiver.tracked and attr in self._payload_members():
-            receiver = dataclasses.replace(receiver, connector_output=True)  # `kvo = None`, then `kvo.finished_...`
+            # `kvo = None`, then `kvo.finished_...`
+            receiver = dataclasses.replace(receiver, connector_output=True, invariant=self._member_invariant(attr))
         self._sink(node.value, receiver, f"attribute access `.{attr}`", node, state)
         return self._attribute_value(node, receiver, state)
 
     def _payload_members(self) -> frozenset[str]:
         """Attribute names that only a connector output has (its payload fields, declared or configured)."""
-        declared = self.index.class_named(self.config.payload_class)
-        names = {name for name, _ in declared.members} if declared is not None else set()
-        return frozenset(names | set(self.config.payload_optional_fields))
+        names = set(self.invariants.payload_optional_fields)
+        for payload in self.invariants.payload_classes:
+            declared = self.index.class_named(payload)
+            names.update(name for name, _ in declared.members) if declared is not None else None
+        return frozenset(names)
+
+    def _member_invariant(self, attr: str) -> str:
+        """The invariant whose payload has a member `attr` (declared first, then configured)."""
+        for invariant in self.invariants.invariants:
+            declared = self.index.class_named(invariant.payload_class)
+            if declared is not None and attr in dict(declared.members):
+                return invariant.name
+        return self.invariants.of_payload_field(attr)
+
+    def _payload_fields(self, invariant: str) -> tuple[str, ...]:
+        """The payload's optional fields: the configured ones its class declares where the tree declares it
+        (vLLM 0.10's payload has two of the five the newest one has)."""
+        configured = self.invariants.payload_fields_of(invariant)
+        found = self.invariants.by_name.get(invariant)
+        declared = self.index.class_named(found.payload_class) if found is not None else None
+        if declared is None or not declared.members:
+            return configured
+        members = {name for decl in self.index.mro(declared.qualname) for name, _ in decl.members}
+        return tuple(name for name in configured if name in members) or configured
 
     def _attribute_value(self, node: cst.Attribute, receiver: Value, state: NullnessState) -> Value:
         attr = node.attr.value
@@ -234,7 +266,7 @@ class Expressions:
     ) -> Value:
         """The value of `receiver.attr` (`key` its reference key), from state, declaration or name."""
         code = key or self._code(node)
-        if receiver.connector_output and attr in self.config.payload_optional_fields:
+        if receiver.connector_output and attr in self.invariants.payload_fields_of(receiver.invariant):
             return self._payload_field(receiver, attr, key, code, state)
         if key is not None and key in state.values:
             value = state.values[key]
@@ -242,12 +274,13 @@ class Expressions:
             value = self._declared_attribute(receiver, attr, f"`{code}`")
             if value is not None and key is not None:
                 self.declared_defaults[key] = value
-        if attr in self.config.optional_fields:
+        invariant = self.invariants.of_field(attr)
+        if invariant:
             if value is None:
-                value = self._lookup(key, state) if key else self._field_source(f"`{code}`")
+                value = self._lookup(key, state) if key else self._field_source(f"`{code}`", invariant)
             if value.tracked or value.nullness is not Nullness.UNKNOWN:
                 self._record(SiteKind.OPTIONAL_ACCESS, node, may_be_none=value.may_be_none, guard=value.guard,
-                             state=state)
+                             state=state, invariant=invariant)
             return value
         if value is not None:
             return value
@@ -262,7 +295,7 @@ class Expressions:
             return Value(Nullness.UNKNOWN, sentinel_part=True, shallow_copy=receiver.shallow_copy, origin=f"`{code}`")
         if receiver.nullness is Nullness.UNKNOWN and not receiver.tracked and key is None:
             return UNTRACKED
-        if isinstance(node, cst.Attribute) and matches(self._resolve(node, state), self.config.empty_sentinels):
+        if isinstance(node, cst.Attribute) and matches(self._resolve(node, state), self.invariants.empty_sentinels):
             return self._sentinel_value(self._code(node))
         return UNTRACKED
 
@@ -274,28 +307,31 @@ class Expressions:
         if key is not None and key in state.values:
             return state.values[key]
         own = self.index.member(receiver.cls, attr) if receiver.cls else None
+        invariant = receiver.invariant or self._member_invariant(attr)
         if own is not None:
             optional = own.optional or own.kind == "none"  # a subclass may re-declare it `set[str]`
             value = Value(Nullness.MAYBE_NONE if optional else Nullness.NOT_NONE, payload=True, origin=f"`{code}`",
-                          guard="" if optional else "declared non-Optional")
+                          guard="" if optional else "declared non-Optional", invariant=invariant)
         else:
-            value = self._declared_payload_field(attr) or (
-                Value(Nullness.NOT_NONE, payload=True, guard="constructed with a value")
-                if attr in receiver.known_fields else Value(Nullness.MAYBE_NONE, payload=True, origin=f"`{code}`")
+            value = self._declared_payload_field(attr, invariant) or (
+                Value(Nullness.NOT_NONE, payload=True, guard="constructed with a value", invariant=invariant)
+                if attr in receiver.known_fields
+                else Value(Nullness.MAYBE_NONE, payload=True, origin=f"`{code}`", invariant=invariant)
             )
         if key is not None:
             self.declared_defaults[key] = value  # what joins and narrowing start from
         return value
 
-    def _declared_payload_field(self, attr: str) -> Value | None:
+    def _declared_payload_field(self, attr: str, invariant: str) -> Value | None:
         """A payload field the payload class declares non-Optional is never None."""
-        declared = self.index.class_named(self.config.payload_class)
+        found_invariant = self.invariants.by_name.get(invariant)
+        declared = self.index.class_named(found_invariant.payload_class) if found_invariant is not None else None
         if declared is None:
             return None
         found = self.index.member(declared.qualname, attr)
         if found is None or found.optional or found.kind == "none":
             return None
-        return Value(Nullness.NOT_NONE, payload=True, guard="declared non-Optional")
+        return Value(Nullness.NOT_NONE, payload=True, guard="declared non-Optional", invariant=invariant)
 
     def _expr_Subscript(self, node: cst.Subscript, state: NullnessState) -> Value:
         receiver = self._eval(node.value, state)
@@ -401,31 +437,37 @@ class Expressions:
         self, node: cst.Call, callee: str | None, receiver: Value | None, args: list[Value], state: NullnessState
     ) -> Value | None:
         """Calls whose meaning kvlint knows: constructions, copies, containers, getattr, mutation."""
-        if matches(callee, (self.config.payload_class,)):
-            self._record(SiteKind.PAYLOAD_CONSTRUCTION, node, state=state)
+        helper = self.invariants.of_attaching_helper(callee)
+        if helper and any(value.output_sites for value in args):
+            # `with_ec_conn_output(output, ec)`: the output it is given leaves with the connector output attached
+            self.attached_outputs.update(site for value in args for site in value.output_sites if site[-1] == helper)
+        invariant = self.invariants.of_payload_class(callee) if callee else ""
+        if invariant:
+            self._record(SiteKind.PAYLOAD_CONSTRUCTION, node, state=state, invariant=invariant)
             known = frozenset(
                 arg.keyword.value for arg, value in zip(node.args, args)
                 if arg.keyword is not None and value.nullness is Nullness.NOT_NONE
             )
             return Value(
                 Nullness.NOT_NONE, connector_output=True, evidence=True, origin=f"`{self._code(node)}`",
-                guard=f"constructed `{self.config.payload_class}(...)`", kv_source=True, known_fields=known,
+                guard=f"constructed `{self.invariants.by_name[invariant].payload_name}(...)`", kv_source=True,
+                known_fields=known,
+                invariant=invariant,
             )
-        if matches(callee, self.config.output_classes):
-            site = self._record_output_construction(node, state)
-            sites = frozenset([site]) if site is not None else frozenset()
+        if matches(callee, self.invariants.output_classes):
+            sites = frozenset(self._record_output_construction(node, state))
             return Value(Nullness.NOT_NONE, cls=self._class_of(callee or ""), output_sites=sites)
         if matches(callee, COPY_FUNCTIONS):
             if args and args[0].sentinel:
                 self._record(SiteKind.SENTINEL_USE, node, sentinel_use=SentinelUseKind.COPIED,
                              operand=self._code(node.args[0].value), state=state)
-                sets_field = any(a.keyword is not None and a.keyword.value in self.config.optional_fields
+                sets_field = any(a.keyword is not None and a.keyword.value in self.invariants.optional_fields
                                  for a in node.args)
                 unknown_fields = any(a.star == "**" for a in node.args)  # `replace(EMPTY, **fields)`
                 shallow = not matches(callee, ("copy.deepcopy", "deepcopy")) and not unknown_fields
                 given = frozenset(a.keyword.value for a in node.args if a.keyword is not None)  # fresh values
                 return Value(Nullness.NOT_NONE, empty_copy=not sets_field, shallow_copy=shallow, known_fields=given,
-                             origin=f"`{self._code(node)}`")
+                             origin=f"`{self._code(node)}`", sentinel_of=args[0].sentinel_of)
             if args and args[0].shallow_copy and not matches(callee, ("copy.deepcopy", "deepcopy")):
                 if not any(a.star == "**" for a in node.args):  # a shallow copy of a shallow copy: still shared
                     given = frozenset(a.keyword.value for a in node.args if a.keyword is not None)
@@ -450,7 +492,7 @@ class Expressions:
                 return contained
         if callee == "getattr" and len(node.args) >= 2 and isinstance(node.args[1].value, cst.SimpleString):
             field_name = node.args[1].value.evaluated_value
-            if isinstance(field_name, str) and field_name in self.config.optional_fields:
+            if isinstance(field_name, str) and self.invariants.of_field(field_name):
                 value = self._member_value(args[0], field_name, None, node, state)
                 if len(args) >= 3 and args[2].nullness is not Nullness.NONE:
                     return join_values(value, args[2])
@@ -521,14 +563,18 @@ class Expressions:
             if decl.returns is None or decl.returns.kind not in ("class", "list", "dict"):
                 return UNTRACKED
             returns = self._substituted(decl.returns, receiver) if receiver is not None else decl.returns
-            return self._typed_value(returns, self._declared_origin(node)) or UNTRACKED
-        if callee is not None and self.index.returns_optional(callee, self.module_name):
-            return Value(Nullness.MAYBE_NONE, connector_output=True, evidence=True, origin=self._declared_origin(node),
-                         kv_source=True)
+            named = returns.name if returns.kind == "class" else ""
+            return self._typed_value(returns, self._declared_origin(node, named)) or UNTRACKED
+        payload = self.index.returns_optional(callee, self.module_name) if callee is not None else None
+        if payload is not None:
+            invariant = self.invariants.of_payload_class(payload) if payload else ""
+            return Value(Nullness.MAYBE_NONE, connector_output=True, evidence=True, kv_source=True,
+                         origin=self._declared_origin(node, payload), invariant=invariant)
         return UNTRACKED
 
-    def _declared_origin(self, node: cst.Call) -> str:
-        return f"`{self._code(node.func)}()`, declared `-> {self.config.payload_class} | None`"
+    def _declared_origin(self, node: cst.Call, payload: str = "") -> str:
+        name = payload.rpartition(".")[2] or "the payload class"
+        return f"`{self._code(node.func)}()`, declared `-> {name} | None`"
 
     def _expr_BinaryOperation(self, node: cst.BinaryOperation, state: NullnessState) -> Value:
         left = self._eval(node.left, state)
@@ -559,12 +605,7 @@ class Expressions:
     @staticmethod
     def _become(state: NullnessState, other: NullnessState) -> None:
         """Make `state` (which callers hold) equal to `other`, in place."""
-        state.values, state.path, state.path_reason, state.reachable = (
-            other.values,
-            other.path,
-            other.path_reason,
-            other.reachable,
-        )
+        state.values, state.paths, state.reachable = other.values, other.paths, other.reachable
 
     def _expr_BooleanOperation(self, node: cst.BooleanOperation, state: NullnessState) -> Value:
         # the value of a nested `a and b and ...` is no reference: evaluating it twice at every level is

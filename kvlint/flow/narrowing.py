@@ -48,14 +48,14 @@ class Narrowing:
                 values[key] = dataclasses.replace(present, evidence=False) if present.evidence else present
             else:
                 values[key] = join_values(left, right)
-        reason_a, reason_b = a.connector_path_reason(), b.connector_path_reason()
-        if reason_a and reason_b:
-            path, reason = PathFact.ON, reason_a if reason_a == reason_b else min(reason_a, reason_b)
-        elif a.path is PathFact.OFF and b.path is PathFact.OFF:
-            path, reason = PathFact.OFF, ""
-        else:
-            path, reason = PathFact.UNKNOWN, ""
-        return NullnessState(values, path, reason)
+        paths: dict[str, tuple[PathFact, str]] = {}
+        for invariant in self.invariant_names:
+            reason_a, reason_b = a.connector_path_reason(invariant), b.connector_path_reason(invariant)
+            if reason_a and reason_b:
+                paths[invariant] = (PathFact.ON, reason_a if reason_a == reason_b else min(reason_a, reason_b))
+            elif a.path_of(invariant) is PathFact.OFF and b.path_of(invariant) is PathFact.OFF:
+                paths[invariant] = (PathFact.OFF, "")
+        return NullnessState(values, paths)
 
     def join_all(self, states: Sequence[NullnessState]) -> NullnessState:
         result = unreachable()
@@ -114,19 +114,18 @@ class Narrowing:
     def _mark_empty_output(self, payload_key: str, state: NullnessState) -> None:
         """Every payload set of `x` is falsy here: `x` carries nothing (for KVC006)."""
         owner, _, name = payload_key.rpartition(".")
-        fields = self.config.payload_optional_fields
-        if not owner or name not in fields:
+        if not owner:
             return
-        if all((held := state.values.get(f"{owner}.{field}")) is not None and held.empty for field in fields):
-            value = self._lookup(owner, state)
-            if value.connector_output:
-                state.values[owner] = dataclasses.replace(value, empty=True)
+        value = self._lookup(owner, state)
+        if value.connector_output and self._known_empty(owner, value, state):
+            state.values[owner] = dataclasses.replace(value, empty=True)
 
     def _condition_of(self, test: cst.BaseExpression, state: NullnessState) -> tuple[object, ...] | None:
         """What a boolean assigned from `test` remembers: `use_kv = has_kv_transfer_group()`, `ok = x is not None`."""
-        if isinstance(test, cst.Call) and matches(self._resolve(test.func, state), self.config.connector_guards):
+        invariant = self.invariants.of_guard(self._resolve(test.func, state)) if isinstance(test, cst.Call) else ""
+        if invariant:
             callee = self._resolve(test.func, state) or "?"
-            return ("path", f"`{callee.rpartition('.')[2]}()` is true here")
+            return ("path", invariant, f"`{callee.rpartition('.')[2]}()` is true here")
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
             comparison = test.comparisons[0]
             if isinstance(comparison.operator, (cst.Is, cst.IsNot)) and is_none_literal(comparison.comparator):
@@ -141,8 +140,8 @@ class Narrowing:
     ) -> bool:
         """Narrow by a remembered guard; False when the value it spoke of has changed since."""
         if condition[0] == "path":
-            true_state.path, true_state.path_reason = PathFact.ON, str(condition[1])
-            false_state.path, false_state.path_reason = PathFact.OFF, ""
+            true_state.set_path(str(condition[1]), PathFact.ON, str(condition[2]))
+            false_state.set_path(str(condition[1]), PathFact.OFF)
             return True
         kind, key, held = condition
         if true_state.values.get(str(key)) != held:
@@ -183,17 +182,14 @@ class Narrowing:
         self, test: cst.Call, state: NullnessState, how: str
     ) -> tuple[NullnessState, NullnessState] | None:
         callee = self._resolve(test.func, state)
-        if matches(callee, self.config.connector_guards):
+        invariant = self.invariants.of_guard(callee)
+        if invariant:
             self._eval(test, state)
             name = callee.rpartition(".")[2] if callee else "?"
-            self._record(
-                SiteKind.CONNECTOR_GUARD,
-                test,
-                state=state,
-            )
+            self._record(SiteKind.CONNECTOR_GUARD, test, state=state, invariant=invariant)
             true_state, false_state = state, state.copy()
-            true_state.path, true_state.path_reason = PathFact.ON, f"`{name}()` is true here"
-            false_state.path, false_state.path_reason = PathFact.OFF, ""
+            true_state.set_path(invariant, PathFact.ON, f"`{name}()` is true here")
+            false_state.set_path(invariant, PathFact.OFF)
             return true_state, false_state
         if isinstance(test.func, cst.Attribute) and test.func.attr.value == "is_empty" and not test.args:
             key = ref_key(test.func.value)

@@ -10,8 +10,9 @@ from kvlint.flow.state import (
     Value,
 )
 from kvlint.flow.syntax import (
-    one_line,
+    dotted_name,
     is_none_literal,
+    one_line,
 )
 from kvlint.sites import DerefTarget, SentinelUseKind, Site, SiteKind, Span
 
@@ -26,18 +27,26 @@ class Recording:
         return one_line(self.module.code_for_node(node))
 
     def _record(
-        self, kind: SiteKind, node: cst.CSTNode, state: NullnessState | None = None, **facts: object
+        self, kind: SiteKind, node: cst.CSTNode, state: NullnessState | None = None, invariant: str = "",
+        **facts: object,
     ) -> tuple[object, ...] | None:
-        """Record a site and return its key; with `state`, its connector-path facts are taken from there."""
+        """Record a site of `invariant` (the first one when not known) and return its key; with `state`,
+        its connector-path facts are that invariant's there."""
         if not self.recording:
             return None
+        found = self.invariants.by_name.get(invariant) or self.invariants.by_name.get(self.invariants.first)
+        invariant = found.name if found is not None else ""
         if state is not None:
-            reason = state.connector_path_reason()
+            reason = state.connector_path_reason(invariant)
             facts.update(on_connector_path=bool(reason), path_reason=reason)
         span = self._span(node)
         facts.setdefault("expression", self._code(node))
-        site = Site(kind=kind, span=span, function=self.scope.qualname, **facts)  # type: ignore[arg-type]
-        key = (kind, span, site.sink, site.sentinel_use)
+        site = Site(
+            kind=kind, span=span, function=self.scope.qualname, invariant=invariant,
+            field=found.field_name if found is not None else "", payload=found.payload_name if found is not None else "",
+            **facts,  # type: ignore[arg-type]
+        )
+        key = (kind, span, site.sink, site.sentinel_use, invariant)
         self.sites[key] = site
         return key
 
@@ -50,6 +59,7 @@ class Recording:
         self._record(
             SiteKind.DEREFERENCE,
             at,
+            invariant=value.invariant,
             operand=self._code(operand),
             may_be_none=value.may_be_none and not self.shielded,
             definitely_none=value.nullness is Nullness.NONE and not self.shielded,
@@ -70,49 +80,74 @@ class Recording:
         self._record(
             SiteKind.SENTINEL_USE,
             target,
+            invariant=self._mutated_invariant(target, receiver),
             sentinel_use=SentinelUseKind.MUTATED,
             operand=self._code(receiver),
             sink=member,
             state=state,
         )
 
-    def _record_output_construction(self, node: cst.Call, state: NullnessState) -> tuple[object, ...] | None:
-        """Record `ModelRunnerOutput(...)`; return its site key when it is built without a connector output."""
-        carries: bool | None = False
-        argument = ""
-        positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
-        if positional:
-            carried = self._positional_field(node, positional)
-            if carried is None:
-                carries = None  # cannot tell which field the positions fill
-            elif carried is not False:
-                argument = self._code(carried)
-                carries = not is_none_literal(carried)
-        for arg in node.args:
-            if arg.star:
-                carries = None
-            elif arg.keyword is not None and arg.keyword.value in self.config.optional_fields:
-                argument = self._code(arg.value)
-                carries = not is_none_literal(arg.value)
-                break
-        key = self._record(
-            SiteKind.OUTPUT_CONSTRUCTION,
-            node,
-            state=state,
-            carries_connector_output=carries,
-            connector_output_argument=argument,
-        )
-        return key if carries is False else None
+    def _mutated_invariant(self, target: cst.CSTNode, receiver: cst.BaseExpression) -> str:
+        """The invariant a mutation of the sentinel speaks for: the field it sets, else the first whose
+        sentinel it is (one finding, however many invariants share the sentinel)."""
+        if isinstance(target, cst.Attribute) and self.invariants.of_field(target.attr.value):
+            return self.invariants.of_field(target.attr.value)
+        spelled = dotted_name(receiver)
+        sharing = self.invariants.with_sentinel(self.imports.resolve_dotted(spelled)) if spelled else ()
+        return sharing[0] if sharing else ""
 
-    def _positional_field(self, node: cst.Call, positional: list[cst.Arg]) -> cst.BaseExpression | bool | None:
-        """The argument a positional call passes for the connector output: False when the positions stop
-        before it, None when the class's field order is not known (a class outside the tree)."""
+    def _record_output_construction(self, node: cst.Call, state: NullnessState) -> list[tuple[object, ...]]:
+        """Record `ModelRunnerOutput(...)` once per invariant whose output class it is; return the keys of
+        the sites where it is built without that invariant's connector output."""
+        callee = self._resolve(node.func, state)
+        positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
+        fields = self._positional_fields(node) if positional else ()
+        bare = []
+        for invariant in self.invariants.with_output_class(callee) or self.invariant_names[:1]:
+            optional_fields = self.invariants.by_name[invariant].optional_fields
+            carries: bool | None = False
+            argument = ""
+            if positional:
+                carried = self._positional_field(positional, fields, optional_fields)
+                if carried is None:
+                    carries = None  # cannot tell which field the positions fill
+                elif carried is not False:
+                    argument = self._code(carried)
+                    carries = not is_none_literal(carried)
+            for arg in node.args:
+                if arg.star:
+                    carries = None
+                elif arg.keyword is not None and arg.keyword.value in optional_fields:
+                    argument = self._code(arg.value)
+                    carries = not is_none_literal(arg.value)
+                    break
+            key = self._record(
+                SiteKind.OUTPUT_CONSTRUCTION,
+                node,
+                state=state,
+                invariant=invariant,
+                carries_connector_output=carries,
+                connector_output_argument=argument,
+            )
+            if key is not None and carries is False:
+                bare.append(key)
+        return bare
+
+    def _positional_fields(self, node: cst.Call) -> tuple[str, ...] | None:
+        """The constructed class's positional field order; None when it is not known (a class outside the tree)."""
         callee = self._resolve(node.func, NullnessState()) or ""
         decl = self.index.class_named(callee, self.module_name)
-        fields = self.index.fields(decl.qualname) if decl is not None else None
+        return self.index.fields(decl.qualname) if decl is not None else None
+
+    @staticmethod
+    def _positional_field(
+        positional: list[cst.Arg], fields: tuple[str, ...] | None, optional_fields: tuple[str, ...]
+    ) -> cst.BaseExpression | bool | None:
+        """The argument a positional call passes for the connector output: False when the positions stop
+        before it, None when the class's field order is not known."""
         if fields is None:
             return None
         for number, name in enumerate(fields):
-            if name in self.config.optional_fields:
+            if name in optional_fields:
                 return positional[number].value if number < len(positional) else False
         return False

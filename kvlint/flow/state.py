@@ -51,7 +51,9 @@ class Value:
     empty_copy: bool = False  # a copy of the sentinel whose connector output was never set
     output_sites: frozenset[tuple[object, ...]] = frozenset()  # outputs built without a connector output (keys)
     never_returns: bool = False  # the value of a call that does not return
-    condition: tuple[object, ...] | None = None  # a bool holding a guard: ("path",) or ("not-none", key, value)
+    condition: tuple[object, ...] | None = None  # a bool holding a guard: ("path", inv, why) or ("not-none", key, value)
+    invariant: str = ""  # which invariant's connector output (or payload field) this is ("" none known)
+    sentinel_of: tuple[str, ...] = ()  # the sentinel (or a copy of it): the invariants whose sentinel it is
 
     @property
     def tracked(self) -> bool:
@@ -117,30 +119,42 @@ def join_values(a: Value, b: Value) -> Value:
         output_sites=a.output_sites | b.output_sites,  # either construction may be the one attached later
         never_returns=a.never_returns and b.never_returns,
         condition=a.condition if a.condition == b.condition else None,
+        invariant=min(filter(None, (a.invariant, b.invariant)), default=""),
+        sentinel_of=a.sentinel_of if a.sentinel_of == b.sentinel_of else tuple(sorted({*a.sentinel_of, *b.sentinel_of})),
     )
 
 
 @dataclass
 class NullnessState:
-    """The facts at one program point: tracked values and the connector path."""
+    """The facts at one program point: tracked values and, per invariant, the connector path.
+
+    `paths` maps an invariant's name to what explicit guards say of its connector and why
+    (an invariant not in it is UNKNOWN there).
+    """
 
     values: dict[str, Value] = field(default_factory=dict)
-    path: PathFact = PathFact.UNKNOWN
-    path_reason: str = ""
+    paths: dict[str, tuple[PathFact, str]] = field(default_factory=dict)
     reachable: bool = True
 
     def copy(self) -> NullnessState:
-        return NullnessState(dict(self.values), self.path, self.path_reason, self.reachable)
+        return NullnessState(dict(self.values), dict(self.paths), self.reachable)
 
-    def connector_path_reason(self) -> str:
-        """Say why this point is on a connector path; "" when it is not."""
-        if self.path is PathFact.OFF:
+    def path_of(self, invariant: str) -> PathFact:
+        return self.paths.get(invariant, (PathFact.UNKNOWN, ""))[0]
+
+    def set_path(self, invariant: str, fact: PathFact, reason: str = "") -> None:
+        self.paths[invariant] = (fact, reason)
+
+    def connector_path_reason(self, invariant: str) -> str:
+        """Say why this point is on `invariant`'s connector path; "" when it is not."""
+        fact, reason = self.paths.get(invariant, (PathFact.UNKNOWN, ""))
+        if fact is PathFact.OFF:
             return ""
-        if self.path is PathFact.ON:
-            return self.path_reason
+        if fact is PathFact.ON:
+            return reason
         for key in sorted(self.values):
             value = self.values[key]
-            if value.evidence and value.nullness is Nullness.NOT_NONE:
+            if value.evidence and value.nullness is Nullness.NOT_NONE and value.invariant == invariant:
                 return f"`{key}` is not None here"
         return ""
 

@@ -77,7 +77,7 @@ class Statements:
             if (
                 self.scope.qualname == "<module>"
                 and target.value not in self.imports.bindings
-                and matches(target.value, self.config.empty_sentinels)
+                and matches(target.value, self.invariants.empty_sentinels)
             ):
                 value = dataclasses.replace(self._sentinel_value(target.value), origin=f"`{target.value}`")
             elif value.sentinel and value_node is not None:
@@ -94,11 +94,13 @@ class Statements:
             self._sink(target.value, receiver, f"attribute assignment `.{target.attr.value}`", target, state)
             if receiver.sentinel:
                 self._record_mutation(target, target.value, state)
-            if target.attr.value in self.config.optional_fields:
-                self._attach(target.value, receiver, value, state)
+            invariant = self.invariants.of_field(target.attr.value)
+            if invariant:
+                self._attach(target.value, receiver, value, state, invariant)
                 self._record(
                     SiteKind.OPTIONAL_WRITE,
                     target,
+                    invariant=invariant,
                     may_be_none=value.nullness is not Nullness.NOT_NONE,
                     guard=value.guard,
                     origin=value.origin,
@@ -107,8 +109,11 @@ class Statements:
                 )
             key = ref_key(target)
             if key is not None:
-                if receiver.connector_output and target.attr.value in self.config.payload_optional_fields:
-                    value = dataclasses.replace(value, payload=value.payload or value.nullness is not Nullness.UNKNOWN)
+                if receiver.connector_output and target.attr.value in self.invariants.payload_fields_of(receiver.invariant):
+                    value = dataclasses.replace(
+                        value, payload=value.payload or value.nullness is not Nullness.UNKNOWN,
+                        invariant=value.invariant or receiver.invariant,
+                    )
                 self._bind(key, value, state)
         elif isinstance(target, cst.Subscript):
             receiver = self._eval(target.value, state)
@@ -152,14 +157,18 @@ class Statements:
         else:
             self.declared_names.pop(name, None)
 
-    def _attach(self, node: cst.BaseExpression, receiver: Value, value: Value, state: NullnessState) -> None:
+    def _attach(
+        self, node: cst.BaseExpression, receiver: Value, value: Value, state: NullnessState, invariant: str
+    ) -> None:
         """`out.kv_connector_output = v`: an output built without it, or a copy of the sentinel, now has it."""
         if value.nullness is Nullness.NONE:
             return
-        self.attached_outputs.update(receiver.output_sites)
+        attached = frozenset(site for site in receiver.output_sites if site[-1] == invariant)
+        self.attached_outputs.update(attached)
         key = ref_key(node)
-        if key is not None and (receiver.output_sites or receiver.empty_copy):
-            state.values[key] = dataclasses.replace(receiver, output_sites=frozenset(), empty_copy=False)
+        if key is not None and (attached or receiver.empty_copy):
+            state.values[key] = dataclasses.replace(receiver, output_sites=receiver.output_sites - attached,
+                                                    empty_copy=False)
 
     @staticmethod
     def _suite(body: cst.BaseSuite) -> Sequence[cst.CSTNode]:
@@ -289,52 +298,75 @@ class Statements:
             value = self._eval(node.value, state)
             self._hand_on([node.value], state)
             if value.sentinel or value.empty_copy:
-                self._record(
-                    SiteKind.SENTINEL_USE,
-                    node,
-                    sentinel_use=SentinelUseKind.RETURNED,
-                    operand=self._code(node.value),
-                    state=state,
-                )
+                for invariant in value.sentinel_of or self.invariant_names:
+                    self._record(
+                        SiteKind.SENTINEL_USE,
+                        node,
+                        invariant=invariant,
+                        sentinel_use=SentinelUseKind.RETURNED,
+                        operand=self._code(node.value),
+                        allowed_empty=self._allowed_empty(invariant, state),
+                        state=state,
+                    )
         if self.scope.producer:
             self._check_dropped(node, value, state)
         return unreachable()
 
     def _check_dropped(self, node: cst.Return, value: Value, state: NullnessState) -> None:
         """KVC006: a producer returns None, the sentinel, a bare copy or an output without the KV value it holds."""
-        bare_output = bool(value.output_sites) and not value.output_sites <= self.attached_outputs
-        if not (value.nullness is Nullness.NONE or value.sentinel or value.empty_copy or bare_output):
+        unattached = value.output_sites - self.attached_outputs
+        if not (value.nullness is Nullness.NONE or value.sentinel or value.empty_copy or unattached):
             return
-        on_path = bool(state.connector_path_reason())
-        if on_path and (value.sentinel or value.empty_copy):
-            return  # KVC002 reports this return
-        if on_path and bare_output:
-            return  # KVC003 reports the construction
         dropped = sorted(
             (key, held) for key, held in state.values.items()
             if "." not in key and "[" not in key and held.kv_source and held.connector_output
             and not held.handed_on and not held.held_by and held.nullness in (Nullness.MAYBE_NONE, Nullness.NOT_NONE)
             and not self._known_empty(key, held, state)
         )
-        if not dropped:
-            return
-        key, held = dropped[0]
-        self._record(
-            SiteKind.KV_DROPPED,
-            node,
-            operand=key,
-            origin=held.origin,
-            expression=f"return {self._code(node.value)}" if node.value is not None else "return",
-            state=state,
-        )
+        reported: set[str] = set()
+        for key, held in dropped:
+            invariant = held.invariant or self.invariants.first
+            if invariant in reported:
+                continue
+            reported.add(invariant)
+            if state.connector_path_reason(invariant):
+                if (value.sentinel or value.empty_copy) and invariant in (value.sentinel_of or self.invariant_names):
+                    continue  # KVC002 reports this return
+                if any(site[-1] == invariant for site in unattached):
+                    continue  # KVC003 reports the construction
+            self._record(
+                SiteKind.KV_DROPPED,
+                node,
+                invariant=invariant,
+                operand=key,
+                origin=held.origin,
+                expression=f"return {self._code(node.value)}" if node.value is not None else "return",
+                state=state,
+            )
 
     def _known_empty(self, key: str, value: Value, state: NullnessState) -> bool:
-        """The flow shows this connector output carries nothing: `is_empty()`, or every payload set falsy."""
+        """The flow shows this connector output carries nothing: `is_empty()`, or every payload field falsy."""
         if value.empty:
             return True
-        fields = self.config.payload_optional_fields
+        fields = self._payload_fields(value.invariant)
         return bool(fields) and all(
             (field := state.values.get(f"{key}.{name}")) is not None and field.empty for name in fields
+        )
+
+    def _allowed_empty(self, invariant: str, state: NullnessState) -> bool:
+        """At a return of the sentinel, under `empty-output = "allow-when-empty"`: the flow shows `invariant`'s
+        connector output is empty here. Every connector output of it the function holds is None or known
+        empty, and it holds at least one."""
+        found = self.invariants.by_name.get(invariant)
+        if found is None or found.empty_output != "allow-when-empty":
+            return False
+        held = [
+            (key, value) for key, value in state.values.items()
+            if "." not in key and "[" not in key and value.connector_output and value.invariant == invariant
+            and value.kv_source
+        ]
+        return bool(held) and all(
+            value.nullness is Nullness.NONE or self._known_empty(key, value, state) for key, value in held
         )
 
     def _stmt_Raise(self, node: cst.Raise, state: NullnessState) -> NullnessState:
@@ -512,19 +544,22 @@ class Statements:
             after = self._block(self._suite(node.body), state)
         finally:
             self.shielded = shielded
-        if after.path is PathFact.ON and after.path_reason.startswith("inside `with "):
-            after.path_reason = "after `with " + after.path_reason[len("inside `with "):]  # the block has ended
+        for invariant, (fact, reason) in list(after.paths.items()):
+            if fact is PathFact.ON and reason.startswith("inside `with "):
+                after.paths[invariant] = (fact, "after `with " + reason[len("inside `with "):])  # the block ended
         return after
 
     def _with_item_value(self, expr: cst.BaseExpression, state: NullnessState) -> Value:
         if isinstance(expr, cst.Call):
             callee = self._resolve(expr.func, state)
-            if matches(callee, self.config.connector_contexts):
+            invariant = self.invariants.of_context(callee)
+            if invariant:
                 self._eval_call_parts(expr, state)
                 name = callee.rpartition(".")[2] if callee else "?"
                 reason = f"inside `with {name}(...)`"
-                self._record(SiteKind.CONNECTOR_CONTEXT, expr, on_connector_path=True, path_reason=reason)
-                state.path, state.path_reason = PathFact.ON, reason
+                self._record(SiteKind.CONNECTOR_CONTEXT, expr, on_connector_path=True, path_reason=reason,
+                             invariant=invariant)
+                state.set_path(invariant, PathFact.ON, reason)
                 return Value(
                     Nullness.NOT_NONE,
                     connector_output=True,
@@ -532,12 +567,14 @@ class Statements:
                     origin=f"`{self._code(expr)}`",
                     guard="connector context",
                     kv_source=True,
+                    invariant=invariant,
                 )
-            if matches(callee, self.config.optional_contexts):
+            invariant = self.invariants.of_optional_context(callee)
+            if invariant:
                 self._eval_call_parts(expr, state)
                 return Value(
                     Nullness.MAYBE_NONE, connector_output=True, evidence=True, origin=f"`{self._code(expr)}`",
-                    kv_source=True,
+                    kv_source=True, invariant=invariant,
                 )
         value = self._eval(expr, state)
         self._sink(expr, value, "`with`", expr, state)
@@ -573,9 +610,10 @@ class Statements:
         captured = pattern.name if isinstance(pattern, cst.MatchAs) else None
         if isinstance(pattern, cst.MatchAs) and captured is not None and isinstance(pattern.pattern, cst.MatchClass):
             callee = self.imports.resolve_dotted(dotted_name(pattern.pattern.cls) or "")
-            if matches(callee, (self.config.payload_class,)):
+            invariant = self.invariants.of_payload_class(callee)
+            if invariant:
                 state.values[pattern.name.value] = Value(
-                    Nullness.NOT_NONE, connector_output=True, guard="class pattern in `match`"
+                    Nullness.NOT_NONE, connector_output=True, guard="class pattern in `match`", invariant=invariant
                 )
             pattern = pattern.pattern
         if not isinstance(pattern, cst.MatchClass):
@@ -584,11 +622,12 @@ class Statements:
         receiver = Value(Nullness.NOT_NONE, cls=self._class_of(class_name))
         for keyword in pattern.kwds:
             inner = keyword.pattern
-            if (keyword.key.value in self.config.optional_fields and isinstance(inner, cst.MatchAs)
+            invariant = self.invariants.of_field(keyword.key.value)
+            if (invariant and isinstance(inner, cst.MatchAs)
                     and inner.pattern is None and inner.name is not None):
                 declared = self._declared_attribute(receiver, keyword.key.value, f"`{inner.name.value}`")
                 state.values[inner.name.value] = declared or self._field_source(
-                    f"the `{keyword.key.value}=` pattern"
+                    f"the `{keyword.key.value}=` pattern", invariant
                 )
 
     def _stmt_FunctionDef(self, node: cst.FunctionDef, state: NullnessState) -> NullnessState:

@@ -10,11 +10,12 @@ def check(site: Site) -> str | None:
     """Report a return of the empty sentinel at a point on a connector path."""
     if site.kind is not SiteKind.SENTINEL_USE or site.sentinel_use is not SentinelUseKind.RETURNED:
         return None
-    if not site.on_connector_path:
+    if not site.on_connector_path or site.allowed_empty:
         return None
+    payload, field = site.payload or "KVConnectorOutput", site.field or "kv_connector_output"
     return (
-        f"`return {site.operand}` on a connector path ({site.path_reason}) drops the KVConnectorOutput; "
-        "return a copy with `kv_connector_output` set"
+        f"`return {site.operand}` on a connector path ({site.path_reason}) drops the {payload}; "
+        f"return a copy with `{field}` set"
     )
 
 

@@ -13,7 +13,8 @@ def check(site: Site) -> str | None:
     if site.carries_connector_output is not False:
         return None
     name = site.expression.split("(", 1)[0]
-    what = "with `kv_connector_output=None`" if site.connector_output_argument else "without `kv_connector_output=`"
+    field = site.field or "kv_connector_output"
+    what = f"with `{field}=None`" if site.connector_output_argument else f"without `{field}=`"
     return f"`{name}(...)` on a connector path ({site.path_reason}) {what}"
 
 

@@ -12,6 +12,8 @@ def check(site: Site) -> str | None:
         return None
     if not site.may_be_none:
         return None
+    if site.sink.startswith(("attribute", "call", "subscript")):  # a method, a member: no `or ()` helps there
+        return f"`{site.operand}` may be None; check it before the {site.sink}"
     return f"`{site.operand}` may be None; use `{site.operand} or ()` or check it before the {site.sink}"
 
 
