@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from kvlint import __version__
 from kvlint.config import Config
 from kvlint.findings import Finding
+from kvlint.invariants import EMPTY_OUTPUT_POLICIES, Invariant
 from kvlint.output import finding_record
 from kvlint.rules import RULES, UNUSED_NOQA
 from kvlint.runner import RunResult
@@ -30,7 +31,8 @@ from kvlint.sites import DerefTarget, SentinelUseKind, Site, SiteKind
 # the codes an audit counts: KVC100 is `kvlint check --report-unused-noqa`'s alone
 AUDIT_CODES = tuple(code for code in RULES if code != UNUSED_NOQA)
 
-AUDIT_FORMAT_VERSION = 1  # bump when a field of the JSON changes meaning or disappears
+# bump when a field of the JSON changes meaning or disappears (2: entries name their invariant)
+AUDIT_FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True, order=True)
@@ -65,6 +67,7 @@ class OutputConstruction:
     connector_output_argument: str  # source of `kv_connector_output=`, "" when absent
     on_connector_path: bool
     path_reason: str
+    invariant: str = ""  # the invariant the entry belongs to (`kv`, `ec`)
 
 
 @dataclass(frozen=True, order=True)
@@ -76,6 +79,7 @@ class PayloadConstruction:
     expression: str
     on_connector_path: bool
     path_reason: str
+    invariant: str = ""  # the invariant the entry belongs to (`kv`, `ec`)
 
 
 @dataclass(frozen=True, order=True)
@@ -89,6 +93,7 @@ class ConnectorOutputAccess:
     guard: str  # how it was proven non-None; "" when not guarded
     on_connector_path: bool
     path_reason: str
+    invariant: str = ""  # the invariant the entry belongs to (`kv`, `ec`)
 
 
 @dataclass(frozen=True, order=True)
@@ -102,6 +107,7 @@ class ConnectorOutputWrite:
     may_be_none: bool
     on_connector_path: bool
     path_reason: str
+    invariant: str = ""  # the invariant the entry belongs to (`kv`, `ec`)
 
 
 @dataclass(frozen=True, order=True)
@@ -118,6 +124,7 @@ class Dereference:
     guard: str
     origin: str
     on_connector_path: bool
+    invariant: str = ""  # the invariant the entry belongs to (`kv`, `ec`)
 
 
 @dataclass(frozen=True, order=True)
@@ -131,6 +138,7 @@ class SentinelUse:
     operand: str
     on_connector_path: bool
     path_reason: str
+    invariant: str = ""  # the invariant the entry belongs to (`kv`, `ec`)
 
 
 @dataclass(frozen=True, order=True)
@@ -143,6 +151,7 @@ class DroppedKVOutput:
     operand: str
     origin: str
     on_connector_path: bool
+    invariant: str = ""  # the invariant the entry belongs to (`kv`, `ec`)
 
 
 @dataclass(frozen=True, order=True)
@@ -154,6 +163,7 @@ class ConnectorScope:
     kind: str  # "context", "guard" or "function"
     expression: str
     path_reason: str
+    invariant: str = ""  # the invariant the entry belongs to (`kv`, `ec`)
 
 
 @dataclass(frozen=True, order=True)
@@ -175,6 +185,7 @@ class AuditSummary:
     files_skipped: int  # files whose bytes mention no configured name
     files_test: int  # of the files listed, those `test-files` matches
     sites: dict[str, int]  # entries per inventory list
+    sites_by_invariant: dict[str, dict[str, int]]  # the same, for each invariant
     findings_by_rule: dict[str, int]  # every registered code, 0 included
     findings: int
     baselined: int  # findings left out because a baseline already records them
@@ -186,10 +197,7 @@ class AuditReport:
     """Everything `kvlint audit` reports, in a deterministic order."""
 
     paths: tuple[str, ...]
-    output_classes: tuple[str, ...]
-    optional_fields: tuple[str, ...]
-    payload_class: str
-    empty_sentinels: tuple[str, ...]
+    invariants: tuple[Invariant, ...]
     test_files: tuple[str, ...]
     test_ignore: tuple[str, ...]
     files: tuple[AuditedFile, ...]
@@ -208,6 +216,14 @@ class AuditReport:
     def in_test_file(self, path: str) -> bool:
         return path in self.test_paths
 
+    @property
+    def output_classes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(name for i in self.invariants for name in i.output_classes))
+
+    @property
+    def optional_fields(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(name for i in self.invariants for name in i.optional_fields))
+
     def to_json(self) -> dict[str, object]:
         """The JSON object documented by `AUDIT_JSON_SCHEMA` (no time: two runs give the same bytes)."""
         summary = self.summary
@@ -216,10 +232,12 @@ class AuditReport:
             "tool": {"name": "kvlint", "version": __version__},
             "paths": list(self.paths),
             "configuration": {
-                "output_classes": list(self.output_classes),
-                "optional_fields": list(self.optional_fields),
-                "payload_class": self.payload_class,
-                "empty_sentinels": list(self.empty_sentinels),
+                "invariants": [
+                    {"name": i.name, "optional_fields": list(i.optional_fields), "payload_class": i.payload_class,
+                     "output_classes": list(i.output_classes), "empty_sentinels": list(i.empty_sentinels),
+                     "empty_output": i.empty_output}
+                    for i in self.invariants
+                ],
                 "test_files": list(self.test_files),
                 "test_ignore": list(self.test_ignore),
             },
@@ -232,6 +250,7 @@ class AuditReport:
                     "test": summary.files_test,
                 },
                 "sites": dict(summary.sites),
+                "sites_by_invariant": {name: dict(counts) for name, counts in summary.sites_by_invariant.items()},
                 "findings": {
                     "total": summary.findings,
                     "baselined": summary.baselined,
@@ -240,47 +259,55 @@ class AuditReport:
             },
             "files": [{"path": f.path, "analysed": f.analysed, "test_file": f.test_file} for f in self.files],
             "output_constructions": [
-                {**c.position.record(), "function": c.function, "expression": c.expression,
+                {**c.position.record(), "function": c.function,
+                 "invariant": c.invariant, "expression": c.expression,
                  "carries_connector_output": c.carries_connector_output,
                  "connector_output_argument": c.connector_output_argument,
                  "on_connector_path": c.on_connector_path, "path_reason": c.path_reason}
                 for c in self.output_constructions
             ],
             "payload_constructions": [
-                {**c.position.record(), "function": c.function, "expression": c.expression,
+                {**c.position.record(), "function": c.function,
+                 "invariant": c.invariant, "expression": c.expression,
                  "on_connector_path": c.on_connector_path, "path_reason": c.path_reason}
                 for c in self.payload_constructions
             ],
             "connector_output_accesses": [
-                {**a.position.record(), "function": a.function, "expression": a.expression,
+                {**a.position.record(), "function": a.function,
+                 "invariant": a.invariant, "expression": a.expression,
                  "guarded": a.guarded, "guard": a.guard,
                  "on_connector_path": a.on_connector_path, "path_reason": a.path_reason}
                 for a in self.connector_output_accesses
             ],
             "connector_output_writes": [
-                {**w.position.record(), "function": w.function, "expression": w.expression, "value": w.value,
+                {**w.position.record(), "function": w.function,
+                 "invariant": w.invariant, "expression": w.expression, "value": w.value,
                  "may_be_none": w.may_be_none, "on_connector_path": w.on_connector_path,
                  "path_reason": w.path_reason}
                 for w in self.connector_output_writes
             ],
             "dereferences": [
-                {**d.position.record(), "function": d.function, "expression": d.expression, "operand": d.operand,
+                {**d.position.record(), "function": d.function,
+                 "invariant": d.invariant, "expression": d.expression, "operand": d.operand,
                  "target": d.target, "sink": d.sink, "guarded": d.guarded, "guard": d.guard, "origin": d.origin,
                  "on_connector_path": d.on_connector_path}
                 for d in self.dereferences
             ],
             "sentinel_uses": [
-                {**u.position.record(), "function": u.function, "expression": u.expression, "use": u.use,
+                {**u.position.record(), "function": u.function,
+                 "invariant": u.invariant, "expression": u.expression, "use": u.use,
                  "operand": u.operand, "on_connector_path": u.on_connector_path, "path_reason": u.path_reason}
                 for u in self.sentinel_uses
             ],
             "dropped_kv_outputs": [
-                {**d.position.record(), "function": d.function, "expression": d.expression, "operand": d.operand,
+                {**d.position.record(), "function": d.function,
+                 "invariant": d.invariant, "expression": d.expression, "operand": d.operand,
                  "origin": d.origin, "on_connector_path": d.on_connector_path}
                 for d in self.dropped_kv_outputs
             ],
             "connector_scopes": [
-                {**s.position.record(), "function": s.function, "kind": s.kind, "expression": s.expression,
+                {**s.position.record(), "function": s.function,
+                 "invariant": s.invariant, "kind": s.kind, "expression": s.expression,
                  "path_reason": s.path_reason}
                 for s in self.connector_scopes
             ],
@@ -327,6 +354,13 @@ def build_audit(
         files_skipped=max(0, result.files_found - result.files_analysed - len(not_checked)),
         files_test=len(test_paths),
         sites={name: len(items) for name, items in entries.items()},
+        sites_by_invariant={
+            invariant.name: {
+                name: sum(1 for item in items if getattr(item, "invariant") == invariant.name)
+                for name, items in entries.items()
+            }
+            for invariant in config.invariants.invariants
+        },
         findings_by_rule={code: by_rule.get(code, 0) for code in AUDIT_CODES},
         findings=len(shown),
         baselined=baselined,
@@ -334,10 +368,7 @@ def build_audit(
     )
     return AuditReport(
         paths=tuple(paths),
-        output_classes=config.output_classes,
-        optional_fields=config.optional_fields,
-        payload_class=", ".join(config.payload_classes),
-        empty_sentinels=config.empty_sentinels,
+        invariants=config.invariants.invariants,
         test_files=config.test_files,
         test_ignore=config.test_ignore,
         files=files,
@@ -358,29 +389,30 @@ def _entry(path: str, site: Site, test_file: bool = False) -> object:
     kind = site.kind
     if kind is SiteKind.OUTPUT_CONSTRUCTION:
         return OutputConstruction(position, site.function, site.expression, site.carries_connector_output,
-                                  site.connector_output_argument, site.on_connector_path, site.path_reason)
+                                  site.connector_output_argument, site.on_connector_path, site.path_reason,
+                                  site.invariant)
     if kind is SiteKind.PAYLOAD_CONSTRUCTION:
         return PayloadConstruction(position, site.function, site.expression, site.on_connector_path,
-                                   site.path_reason)
+                                   site.path_reason, site.invariant)
     if kind is SiteKind.OPTIONAL_ACCESS:
         return ConnectorOutputAccess(position, site.function, site.expression, not site.may_be_none, site.guard,
-                                     site.on_connector_path, site.path_reason)
+                                     site.on_connector_path, site.path_reason, site.invariant)
     if kind is SiteKind.OPTIONAL_WRITE:
         return ConnectorOutputWrite(position, site.function, site.expression, site.connector_output_argument,
-                                    site.may_be_none, site.on_connector_path, site.path_reason)
+                                    site.may_be_none, site.on_connector_path, site.path_reason, site.invariant)
     if kind is SiteKind.DEREFERENCE:
         target = (site.deref_target or DerefTarget.CONNECTOR_OUTPUT).value
         return Dereference(position, site.function, site.expression, site.operand, target, site.sink,
-                           not site.may_be_none, site.guard, site.origin, site.on_connector_path)
+                           not site.may_be_none, site.guard, site.origin, site.on_connector_path, site.invariant)
     if kind is SiteKind.SENTINEL_USE:
         use = site.sentinel_use.value if site.sentinel_use is not None else ""
         return SentinelUse(position, site.function, site.expression, use, site.operand, site.on_connector_path,
-                           site.path_reason)
+                           site.path_reason, site.invariant)
     if kind is SiteKind.KV_DROPPED:
         return DroppedKVOutput(position, site.function, site.expression, site.operand, site.origin,
-                               site.on_connector_path)
+                               site.on_connector_path, site.invariant)
     scope_kind = {SiteKind.CONNECTOR_FUNCTION: "function", SiteKind.CONNECTOR_GUARD: "guard"}.get(kind, "context")
-    return ConnectorScope(position, site.function, scope_kind, site.expression, site.path_reason)
+    return ConnectorScope(position, site.function, scope_kind, site.expression, site.path_reason, site.invariant)
 
 
 def _object(properties: dict[str, object], required: Sequence[str] | None = None) -> dict[str, object]:
@@ -393,7 +425,7 @@ _POSITION = {"path": {"type": "string"}, "line": {"type": "integer", "minimum": 
              "end_column": {"type": "integer", "minimum": 1}}
 _STRING, _BOOL, _COUNT = {"type": "string"}, {"type": "boolean"}, {"type": "integer", "minimum": 0}
 _STRINGS = {"type": "array", "items": _STRING}
-_SITE = {**_POSITION, "test_file": _BOOL, "function": _STRING, "expression": _STRING}
+_SITE = {**_POSITION, "test_file": _BOOL, "function": _STRING, "invariant": _STRING, "expression": _STRING}
 
 # The JSON Schema (draft 2020-12) of `kvlint audit --format json`; docs/audit.md explains each field.
 AUDIT_JSON_SCHEMA: dict[str, object] = {
@@ -403,13 +435,17 @@ AUDIT_JSON_SCHEMA: dict[str, object] = {
         "version": {"const": AUDIT_FORMAT_VERSION},
         "tool": _object({"name": {"const": "kvlint"}, "version": _STRING}),
         "paths": _STRINGS,
-        "configuration": _object({"output_classes": _STRINGS, "optional_fields": _STRINGS,
-                                  "payload_class": _STRING, "empty_sentinels": _STRINGS,
-                                  "test_files": _STRINGS, "test_ignore": _STRINGS}),
+        "configuration": _object({
+            "invariants": {"type": "array", "items": _object({
+                "name": _STRING, "optional_fields": _STRINGS, "payload_class": _STRING, "output_classes": _STRINGS,
+                "empty_sentinels": _STRINGS, "empty_output": {"enum": list(EMPTY_OUTPUT_POLICIES)}})},
+            "test_files": _STRINGS, "test_ignore": _STRINGS}),
         "summary": _object({
             "files": _object({"scanned": _COUNT, "analysed": _COUNT, "not_checked": _COUNT, "skipped": _COUNT,
                               "test": _COUNT}),
             "sites": _object({name: _COUNT for name in dict.fromkeys(INVENTORY_LISTS.values())}),
+            "sites_by_invariant": {"type": "object", "additionalProperties": _object(
+                {name: _COUNT for name in dict.fromkeys(INVENTORY_LISTS.values())})},
             "findings": _object({"total": _COUNT, "baselined": _COUNT,
                                  "by_rule": _object({code: _COUNT for code in AUDIT_CODES})}),
         }),

@@ -75,6 +75,12 @@ class ConfigError(Exception):
 Overrides = tuple[tuple[str, object], ...]  # snake_case invariant keys and their values
 
 
+def kv_overrides(**keys: object) -> Overrides:
+    """Flat keys for `Config(kv_overrides=...)` in the order a configuration file gives them."""
+    order = [key.replace("-", "_") for key in INVARIANT_KEYS]
+    return tuple(sorted(keys.items(), key=lambda item: order.index(item[0])))
+
+
 @dataclass(frozen=True)
 class Config:
     """The settings of one run; the defaults are the vLLM presets (`kv` and `ec`)."""
@@ -358,7 +364,9 @@ def _invariant_tables(value: object, section: str, source: Path) -> tuple[tuple[
     tables: dict[str, Overrides] = {}
     for index, table in enumerate(value):
         if not isinstance(table, Mapping):
-            raise _error(source, f"{key!r} in {section} must be a list of tables, but item {index} is {_type_name(table)}")
+            raise _error(
+                source, f"{key!r} in {section} must be a list of tables, but item {index} is {_type_name(table)}"
+            )
         name = table.get("name")
         where = f"{section} invariant {index}" if not isinstance(name, str) else f"{section} invariant {name!r}"
         if not isinstance(name, str) or not _is_name(name, dotted=False):

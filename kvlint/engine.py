@@ -566,6 +566,7 @@ def _findings(sites: Iterable[Site], prepared: PreparedFile) -> Iterable[Finding
                 span.end_column,
                 function=site.function,
                 source_line=source_line.rstrip("\r\n"),
+                invariant=site.invariant,
             )
 
 

@@ -23,3 +23,4 @@ class Finding:
     end_column: int
     function: str = ""  # enclosing scope, used by baselines and the audit
     source_line: str = ""  # the physical line, used by noqa and snippets
+    invariant: str = ""  # the invariant a rule finding speaks for (`kv`, `ec`); "" for KVC9xx and KVC100

@@ -78,7 +78,9 @@ PRESETS: dict[str, Invariant] = {
         name="ec",
         optional_fields=("ec_connector_output",),
         payload_class="ECConnectorOutput",
-        payload_optional_fields=("finished_sending", "finished_recving", "ec_connector_stats", "ec_connector_worker_meta"),
+        payload_optional_fields=(
+            "finished_sending", "finished_recving", "ec_connector_stats", "ec_connector_worker_meta",
+        ),
         output_classes=("ModelRunnerOutput",),
         empty_sentinels=("EMPTY_MODEL_RUNNER_OUTPUT",),
         attaching_helpers=("ModelRunnerOutput.with_ec_conn_output_only", "ModelRunnerOutput.with_ec_conn_output"),

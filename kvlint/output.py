@@ -101,6 +101,7 @@ def finding_record(finding: Finding) -> dict[str, object]:
         "code": finding.code,
         "message": finding.message,
         "function": finding.function,
+        "invariant": finding.invariant or None,
     }
 
 

@@ -62,37 +62,44 @@ def _path_text(on: bool, reason: str) -> str:
 
 def _rows(report: AuditReport) -> list[_Row]:
     rows = []
+    fields = {invariant.name: invariant.field_name for invariant in report.invariants}
+    tag = (lambda name: f"[{name}] ") if len(report.invariants) > 1 else (lambda name: "")  # noqa: E731
     for c in report.output_constructions:
+        field = fields.get(c.invariant, "kv_connector_output")
         if c.carries_connector_output is None:
             detail, concern = "cannot tell (`*args`/`**kwargs`)", False
         elif c.carries_connector_output:
-            detail, concern = f"kv_connector_output={c.connector_output_argument}", False
+            detail, concern = f"{field}={c.connector_output_argument}", False
         else:
-            detail = "kv_connector_output=None" if c.connector_output_argument else "no kv_connector_output"
+            detail = f"{field}=None" if c.connector_output_argument else f"no {field}"
             concern = c.on_connector_path
-        rows.append(_Row(c.position.path, c.position.line, c.position.column, "output construction",
+        rows.append(_Row(c.position.path, c.position.line, c.position.column, f"{tag(c.invariant)}output construction",
                          c.function, _path_text(c.on_connector_path, c.path_reason), detail, concern))
     for p in report.payload_constructions:
-        rows.append(_Row(p.position.path, p.position.line, p.position.column, "payload construction",
+        rows.append(_Row(p.position.path, p.position.line, p.position.column,
+                         f"{tag(p.invariant)}payload construction",
                          p.function, _path_text(p.on_connector_path, p.path_reason), p.expression, False))
     for a in report.connector_output_accesses:
         detail = f"guarded by {a.guard}" if a.guarded else "may be None here"
-        rows.append(_Row(a.position.path, a.position.line, a.position.column, "kv_connector_output read",
+        rows.append(_Row(a.position.path, a.position.line, a.position.column,
+                         f"{fields.get(a.invariant, 'kv_connector_output')} read",
                          a.function, _path_text(a.on_connector_path, a.path_reason),
                          f"{a.expression}: {detail}", False))
     for w in report.connector_output_writes:
         detail = f"{w.expression} = {w.value}" + (" (may be None)" if w.may_be_none else "")
-        rows.append(_Row(w.position.path, w.position.line, w.position.column, "kv_connector_output write",
+        rows.append(_Row(w.position.path, w.position.line, w.position.column,
+                         f"{fields.get(w.invariant, 'kv_connector_output')} write",
                          w.function, _path_text(w.on_connector_path, w.path_reason), detail, False))
     for u in report.sentinel_uses:
         concern = u.use == "mutated" or (u.use == "returned" and u.on_connector_path)
-        rows.append(_Row(u.position.path, u.position.line, u.position.column, f"sentinel {u.use}",
+        rows.append(_Row(u.position.path, u.position.line, u.position.column, f"{tag(u.invariant)}sentinel {u.use}",
                          u.function, _path_text(u.on_connector_path, u.path_reason), u.expression, concern))
     for d in report.dropped_kv_outputs:
-        rows.append(_Row(d.position.path, d.position.line, d.position.column, "KV output dropped", d.function,
+        rows.append(_Row(d.position.path, d.position.line, d.position.column,
+                         f"{tag(d.invariant)}connector output dropped", d.function,
                          _path_text(d.on_connector_path, ""), f"{d.expression}: `{d.operand}` not handed on", True))
     for s in report.connector_scopes:
-        rows.append(_Row(s.position.path, s.position.line, s.position.column, f"connector {s.kind}",
+        rows.append(_Row(s.position.path, s.position.line, s.position.column, f"{tag(s.invariant)}connector {s.kind}",
                          s.function, _path_text(True, s.path_reason), s.expression, False))
     return sorted(rows)
 
@@ -113,11 +120,11 @@ def _deref_counts(report: AuditReport) -> tuple[int, int]:
 _SITE_LABELS = {
     "output_constructions": "output constructions",
     "payload_constructions": "payload constructions",
-    "connector_output_accesses": "kv_connector_output reads",
-    "connector_output_writes": "kv_connector_output writes",
+    "connector_output_accesses": "connector output reads",
+    "connector_output_writes": "connector output writes",
     "dereferences": "dereferences",
     "sentinel_uses": "sentinel uses",
-    "dropped_kv_outputs": "KV outputs dropped",
+    "dropped_kv_outputs": "connector outputs dropped",
     "connector_scopes": "connector scopes",
 }
 

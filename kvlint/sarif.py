@@ -75,6 +75,8 @@ def sarif_log(findings: Sequence[Finding], properties: dict[str, object] | None 
         }
         if finding.code in RULES:
             result["ruleIndex"] = codes.index(finding.code)
+        if finding.invariant:
+            result["properties"] = {"invariant": finding.invariant}
         results.append(result)
     run: dict[str, object] = {
         "tool": {

@@ -276,8 +276,13 @@ def test_vllm_inventory_lists_every_write_grep_finds(vllm_0_10_1) -> None:
 def test_vllm_inventory_lists_every_construction_grep_finds(vllm_0_10_1) -> None:
     tree, _, report = vllm_0_10_1
     found, _ = _grep(tree, CONSTRUCTION)
-    assert Counter((c["path"], c["line"]) for c in report["output_constructions"]) == found
-    bare = [c for c in report["output_constructions"] if not c["carries_connector_output"]]
+    kv = [c for c in report["output_constructions"] if c["invariant"] == "kv"]
+    assert Counter((c["path"], c["line"]) for c in kv) == found
+    # every construction is one of each invariant's (ModelRunnerOutput is both presets' output class)
+    ec = [c for c in report["output_constructions"] if c["invariant"] == "ec"]
+    assert sorted((c["path"], c["line"]) for c in ec) == sorted((c["path"], c["line"]) for c in kv)
+    assert len(report["output_constructions"]) == 2 * len(kv)
+    bare = [c for c in kv if not c["carries_connector_output"]]
     assert [(c["path"], c["function"]) for c in bare] == [("vllm/v1/outputs.py", "<module>")]  # the sentinel itself
 
 

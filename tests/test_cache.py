@@ -111,7 +111,7 @@ def test_an_entry_whose_report_cannot_be_decoded_is_analysed_again(tree: Path) -
 
 def test_the_cache_directory_is_tagged_and_ignored_by_git(tree: Path) -> None:
     _run(tree / "cache")
-    root = tree / "cache" / "kvlint-v3"
+    root = tree / "cache" / "kvlint-v4"
     assert (root / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
     assert (root / ".gitignore").read_text().splitlines()[-1] == "*"
 
@@ -143,4 +143,4 @@ def test_a_cache_that_cannot_be_written_is_one_warning_and_the_run_goes_on(tree:
     plain = run_kvlint("check", ".", cwd=tree)
     assert completed.returncode == plain.returncode == 1
     assert completed.stdout == plain.stdout
-    assert completed.stderr == "kvlint: warning: results not cached: not-a-directory/kvlint-v3: not a directory\n"
+    assert completed.stderr == "kvlint: warning: results not cached: not-a-directory/kvlint-v4: not a directory\n"

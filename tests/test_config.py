@@ -15,6 +15,7 @@ from kvlint.config import (
     DirectoryConfigs,
     config_from_mapping,
     find_config_file,
+    kv_overrides,
     load_config,
 )
 
@@ -371,15 +372,17 @@ connector-functions = ["Worker.execute_model"]
         ignore=("KVC004",),
         exclude=("third_party", "vllm/legacy/*.py"),
         per_file_ignores=(("tests/*", ("KVC001", "KVC00")), ("__init__.py", ())),
-        optional_fields=("kv_connector_output", "kv_out"),
-        payload_class="plugin.outputs.KVOut",
-        payload_optional_fields=("done_sending",),
-        output_classes=("ModelRunnerOutput", "plugin.outputs.PluginOutput"),
-        empty_sentinels=("EMPTY_OUTPUT",),
-        connector_guards=("plugin.has_connector",),
-        connector_contexts=("connector_scope",),
-        optional_contexts=("maybe_scope",),
-        connector_functions=("Worker.execute_model",),
+        kv_overrides=kv_overrides(
+            optional_fields=("kv_connector_output", "kv_out"),
+            payload_class="plugin.outputs.KVOut",
+            payload_optional_fields=("done_sending",),
+            output_classes=("ModelRunnerOutput", "plugin.outputs.PluginOutput"),
+            empty_sentinels=("EMPTY_OUTPUT",),
+            connector_guards=("plugin.has_connector",),
+            connector_contexts=("connector_scope",),
+            optional_contexts=("maybe_scope",),
+            connector_functions=("Worker.execute_model",),
+        ),
         source=project / "pyproject.toml",
         root=project,
     )
@@ -407,8 +410,9 @@ per-file-ignores =
     assert config.select == ("KVC001", "KVC002")
     assert config.ignore == ("KVC004", "KVC005", "KVC9")
     assert config.exclude == ("third_party", "build-*")
-    assert config.optional_fields == ("kv_connector_output", "kv_out")
-    assert config.payload_class == "plugin.KVOut"
+    assert config.invariants.by_name["kv"].optional_fields == ("kv_connector_output", "kv_out")
+    assert config.invariants.by_name["kv"].payload_class == "plugin.KVOut"
+    assert config.optional_fields == ("kv_connector_output", "kv_out", "ec_connector_output")
     assert config.per_file_ignores == (
         ("tests/*", ("KVC001", "KVC002", "KVC005")),
         ("__init__.py", ("KVC003",)),
@@ -531,29 +535,50 @@ def test_fingerprint_tracks_analysis_settings_only() -> None:
     base = Config()
     assert base.fingerprint() == Config().fingerprint()
     assert len(base.fingerprint()) == 64
-    assert Config(optional_fields=("kv",)).fingerprint() != base.fingerprint()
-    assert Config(connector_functions=("f",)).fingerprint() != base.fingerprint()
-    assert Config(payload_class="X").fingerprint() != base.fingerprint()
+    assert Config(kv_overrides=kv_overrides(optional_fields=("kv",))).fingerprint() != base.fingerprint()
+    assert Config(kv_overrides=kv_overrides(connector_functions=("f",))).fingerprint() != base.fingerprint()
+    assert Config(kv_overrides=kv_overrides(payload_class="X")).fingerprint() != base.fingerprint()
+    assert Config(kv_overrides=kv_overrides(empty_output="allow-when-empty")).fingerprint() != base.fingerprint()
+    assert Config(presets=("kv",)).fingerprint() != base.fingerprint()
     assert Config(select=("KVC001",), exclude=("x",)).fingerprint() == base.fingerprint()
     assert Config(root=Path("/elsewhere")).fingerprint() == base.fingerprint()
 
 
 def test_names() -> None:
-    assert Config().names() == (
+    assert Config(presets=("kv",)).names() == (
         "kv_connector_output",
         "KVConnectorOutput",
         "ModelRunnerOutput",
         "EMPTY_MODEL_RUNNER_OUTPUT",
+        "with_kv_conn_output_only",
         "has_kv_transfer_group",
         "_get_kv_connector_output",
         "maybe_get_kv_connector_output",
         CONNECTOR_PATH_MARKER,
     )
-    config = Config(
+    assert Config().names() == (  # the `ec` preset adds its own names; the shared ones appear once
+        "kv_connector_output",
+        "KVConnectorOutput",
+        "ModelRunnerOutput",
+        "EMPTY_MODEL_RUNNER_OUTPUT",
+        "with_kv_conn_output_only",
+        "has_kv_transfer_group",
+        "_get_kv_connector_output",
+        "maybe_get_kv_connector_output",
+        "ec_connector_output",
+        "ECConnectorOutput",
+        "with_ec_conn_output_only",
+        "with_ec_conn_output",
+        "has_ec_transfer",
+        "_get_ec_connector_output",
+        "maybe_get_ec_connector_output",
+        CONNECTOR_PATH_MARKER,
+    )
+    config = Config(kv_overrides=kv_overrides(
         payload_class="plugin.outputs.KVOut",
         output_classes=("ModelRunnerOutput", "plugin.ModelRunnerOutput"),
         connector_functions=("Worker.execute_model",),
-    )
+    ))
     names = config.names()
     assert "KVOut" in names and "execute_model" in names
     assert names.count("ModelRunnerOutput") == 1

@@ -29,6 +29,7 @@ from kvlint.config import (
     config_from_mapping,
     load_config,
 )
+from kvlint.invariants import INVARIANT_KEYS
 from kvlint.runner import run
 from tests.conftest import FIXTURES, run_kvlint
 
@@ -102,7 +103,7 @@ def test_defaults() -> None:
     assert config.test_files == DEFAULT_TEST_FILES == ("tests/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
     assert config.test_ignore == DEFAULT_TEST_IGNORE == ("KVC001", "KVC005")
     assert "test_files=" in repr(config) and "test_ignore=" in repr(config)  # the result cache's key
-    assert {"test-files", "test-ignore"} <= set(KNOWN_KEYS) == set(DISPLAY_ORDER)
+    assert {"test-files", "test-ignore"} <= set(KNOWN_KEYS) == {*DISPLAY_ORDER, *INVARIANT_KEYS, "invariants"}
 
 
 @pytest.mark.parametrize(
@@ -317,7 +318,8 @@ def _config_output(*args: str, cwd: Path) -> tuple[str, dict[str, object]]:
 def test_config_shows_every_key_with_its_origin(tmp_path: Path) -> None:
     tree = project(tmp_path, 'test-ignore = ["KVC001"]\nexclude = ["build"]')
     text, table = _config_output("--select", "KVC0", cwd=tree)
-    assert list(table) == list(DISPLAY_ORDER)
+    assert list(table) == [*DISPLAY_ORDER, "invariants"]
+    assert [invariant["name"] for invariant in table["invariants"]] == ["kv", "ec"]
     assert table["test-files"] == list(DEFAULT_TEST_FILES)
     assert table["test-ignore"] == ["KVC001"]
     assert table["select"] == ["KVC0"]
@@ -341,8 +343,9 @@ def test_config_without_a_file_shows_the_defaults(tmp_path: Path) -> None:
         expected = dict((p, list(c)) for p, c in value) if key == "per-file-ignores" else (
             value if isinstance(value, str) else list(value))
         assert table[key] == expected, key
-    assert all(line.endswith("# default") or line.endswith("# default: every code")
+    assert all(line.endswith(("# default", "# default: every code", "# the 'kv' preset", "# the 'ec' preset"))
                for line in text.splitlines() if " = " in line and not line.startswith("#"))
+    assert [invariant["name"] for invariant in table["invariants"]] == ["kv", "ec"]
 
 
 def test_config_output_is_a_configuration_that_gives_the_same_settings(tmp_path: Path) -> None:
@@ -352,7 +355,10 @@ def test_config_output_is_a_configuration_that_gives_the_same_settings(tmp_path:
     _, table = _config_output(cwd=tree)
     again = config_from_mapping(table, tree / "pyproject.toml")
     original = load_config([tree])
-    assert again == original
+    assert again.invariants.invariants == original.invariants.invariants  # every invariant spelled out in full
+    assert again.invariants.by_name["kv"].payload_class == "pkg.KVOut"
+    for key in DISPLAY_ORDER:
+        assert getattr(again, key.replace("-", "_")) == getattr(original, key.replace("-", "_")), key
 
 
 def test_config_from_setup_cfg_and_for_a_file(tmp_path: Path) -> None:

@@ -20,7 +20,6 @@ from kvlint.flow.syntax import (
     is_none_literal,
     ref_key,
 )
-from kvlint.names import matches
 from kvlint.sites import SiteKind
 
 

@@ -43,7 +43,8 @@ class Recording:
         facts.setdefault("expression", self._code(node))
         site = Site(
             kind=kind, span=span, function=self.scope.qualname, invariant=invariant,
-            field=found.field_name if found is not None else "", payload=found.payload_name if found is not None else "",
+            field=found.field_name if found is not None else "",
+            payload=found.payload_name if found is not None else "",
             **facts,  # type: ignore[arg-type]
         )
         key = (kind, span, site.sink, site.sentinel_use, invariant)

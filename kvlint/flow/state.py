@@ -51,7 +51,8 @@ class Value:
     empty_copy: bool = False  # a copy of the sentinel whose connector output was never set
     output_sites: frozenset[tuple[object, ...]] = frozenset()  # outputs built without a connector output (keys)
     never_returns: bool = False  # the value of a call that does not return
-    condition: tuple[object, ...] | None = None  # a bool holding a guard: ("path", inv, why) or ("not-none", key, value)
+    # a bool holding a guard: ("path", invariant, why) or ("not-none", key, value)
+    condition: tuple[object, ...] | None = None
     invariant: str = ""  # which invariant's connector output (or payload field) this is ("" none known)
     sentinel_of: tuple[str, ...] = ()  # the sentinel (or a copy of it): the invariants whose sentinel it is
 
@@ -87,6 +88,10 @@ def join_nullness(a: Nullness, b: Nullness) -> Nullness:
     return Nullness.MAYBE_NONE  # NONE with NOT_NONE
 
 
+def _sorted_union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(sorted({*a, *b}))
+
+
 def join_values(a: Value, b: Value) -> Value:
     """Join two abstract values reaching one point."""
     if a is b or a == b:
@@ -120,7 +125,7 @@ def join_values(a: Value, b: Value) -> Value:
         never_returns=a.never_returns and b.never_returns,
         condition=a.condition if a.condition == b.condition else None,
         invariant=min(filter(None, (a.invariant, b.invariant)), default=""),
-        sentinel_of=a.sentinel_of if a.sentinel_of == b.sentinel_of else tuple(sorted({*a.sentinel_of, *b.sentinel_of})),
+        sentinel_of=a.sentinel_of if a.sentinel_of == b.sentinel_of else _sorted_union(a.sentinel_of, b.sentinel_of),
     )
 
 

@@ -109,7 +109,8 @@ class Statements:
                 )
             key = ref_key(target)
             if key is not None:
-                if receiver.connector_output and target.attr.value in self.invariants.payload_fields_of(receiver.invariant):
+                payload_fields = self.invariants.payload_fields_of(receiver.invariant)
+                if receiver.connector_output and target.attr.value in payload_fields:
                     value = dataclasses.replace(
                         value, payload=value.payload or value.nullness is not Nullness.UNKNOWN,
                         invariant=value.invariant or receiver.invariant,

@@ -11,7 +11,8 @@ def check(site: Site) -> str | None:
     if site.kind is not SiteKind.KV_DROPPED:
         return None
     origin = f" (read from {site.origin})" if site.origin and site.origin != f"`{site.operand}`" else ""
-    what = "finished KV transfers" if site.invariant in ("", "kv") else f"what the `{site.invariant}` connector finished"
+    kv = site.invariant in ("", "kv")
+    what = "finished KV transfers" if kv else f"what the `{site.invariant}` connector finished"
     return (
         f"`{site.expression}` drops `{site.operand}`{origin}, which may carry {what}; "
         f"attach it to the output (`{site.field or 'kv_connector_output'}={site.operand}`) or hand it on before "
