@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from kvlint import __version__
 from kvlint.config import ALL_CODES, Config, ConfigError, load_config
 from kvlint.output import FORMATS
+from kvlint.paths import display_path
 from kvlint.report_formats import AUDIT_FORMATS
 from kvlint.rules import RULES, rules_table_markdown
 
@@ -182,7 +183,19 @@ def _rules(output_format: str) -> int:
     width = max(len(rule.name) for rule in RULES.values())
     for rule in RULES.values():
         sys.stdout.write(f"{rule.code}  {rule.name:<{width}}  {rule.summary}\n")
+    sys.stdout.write(f"\n{_active_invariants()}\n")
     return EXIT_CLEAN
+
+
+def _active_invariants() -> str:
+    """Which invariants the rules check here (the configuration of the current directory)."""
+    try:
+        config = load_config([Path.cwd()])
+    except ConfigError as exc:
+        return f"invariants: (the configuration cannot be read: {exc})"
+    shown = ", ".join(f"{i.name} ({', '.join(i.optional_fields)})" for i in config.invariants.invariants)
+    origin = f"from {display_path(config.source)}" if config.source is not None else "the defaults"
+    return f"invariants: {shown or 'none'} ({origin}; every rule applies to each; `kvlint config` shows their names)"
 
 
 def _explain(code: str) -> int:

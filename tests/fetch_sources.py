@@ -15,7 +15,7 @@ import pytest
 from tests.vllm_sdist import vllm_sdist_tree
 from tests.vllm_sources import CACHE, vllm_tree
 
-WHEELS = ("0.10.1", "0.20.0", "0.24.0", "0.33.0")  # every release a test reads through `vllm_tree`
+WHEELS = ("0.10.1", "0.13.0", "0.20.0", "0.24.0", "0.33.0")  # every release a test reads through `vllm_tree`
 SDISTS = ("0.33.0",)  # every release a test reads through `vllm_sdist_tree`
 
 

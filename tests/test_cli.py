@@ -82,6 +82,7 @@ def test_json_output_contract(tmp_path: Path) -> None:
             "function": "merge",
             "message": "`kvo` may be None (from `out.kv_connector_output`); "
             "check it before the attribute access `.finished_sending`",
+            "invariant": "kv",
         }
     ]
 

@@ -69,4 +69,6 @@ def test_explain_unknown_code_is_a_usage_error() -> None:
 def test_rules_lists_every_code() -> None:
     completed = run_kvlint("rules")
     assert completed.returncode == 0
-    assert [line.split()[0] for line in completed.stdout.splitlines()] == list(RULES)
+    table, _, footer = completed.stdout.partition("\n\n")
+    assert [line.split()[0] for line in table.splitlines()] == list(RULES)
+    assert footer.startswith("invariants: kv (kv_connector_output), ec (ec_connector_output)")

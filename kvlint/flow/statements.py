@@ -134,7 +134,8 @@ class Statements:
                 self._sink(value_node, value, "unpacking", value_node, state)
             elements = target.elements
             starred = any(isinstance(e, cst.StarredElement) for e in elements)
-            parts = value.parts if value.parts is not None and len(value.parts) == len(elements) else None
+            parts = value.parts if value.parts is not None else self._named_tuple_parts(value, value_node)
+            parts = parts if parts is not None and len(parts) == len(elements) else None
             for number, element in enumerate(elements):
                 inner = element.value
                 if parts is not None and not starred:
@@ -149,6 +150,22 @@ class Statements:
             self._assign(target.value, value, state, None)
         else:
             self._eval(target, state)
+
+    def _named_tuple_parts(self, value: Value, value_node: cst.CSTNode | None) -> tuple[Value, ...] | None:
+        """Unpacking an instance of a NamedTuple of the tree: its fields, as its class declares them
+        (`(..., ec_connector_output, ...) = self.execute_model_state` reads the step state's field)."""
+        if not value.cls or value.nullness is not Nullness.NOT_NONE:
+            return None
+        decl = self.index.class_named(value.cls)
+        if decl is None or not any(matches(base, ("NamedTuple",)) for base in decl.bases):
+            return None
+        fields = self.index.fields(decl.qualname)
+        if fields is None:
+            return None
+        whole = self._code(value_node) if value_node is not None else "the tuple"
+        return tuple(
+            self._declared_attribute(value, name, f"`{whole}.{name}`") or UNTRACKED for name in fields
+        )
 
     def _declare(self, name: str, annotation: cst.BaseExpression) -> None:
         """Remember what a name is declared to hold: an assignment of a value kvlint cannot type takes it."""

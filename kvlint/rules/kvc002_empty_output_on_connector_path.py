@@ -24,14 +24,23 @@ RULE = Rule(
     name="empty-output-on-connector-path",
     summary="The empty sentinel output is returned on a KV-connector path",
     what=(
-        "Finds `return EMPTY_MODEL_RUNNER_OUTPUT` (or a name aliasing it without a copy) at a point where a KV "
-        "connector is known to be active: inside or after the connector context, where a connector output was "
-        "proven non-None, under `has_kv_transfer_group()`, or in a function marked `# kvlint: connector-path`."
+        "Finds `return EMPTY_MODEL_RUNNER_OUTPUT` (or a name aliasing it without a copy, or a copy of it whose "
+        "connector output was never set) at a point where a connector is known to be active: inside or after "
+        "the connector context, where a connector output was proven non-None, under `has_kv_transfer_group()`, "
+        "or in a function marked `# kvlint: connector-path`. It is checked for each invariant on its own path: "
+        "the KV connector's `kv_connector_output` and the encoder-cache connector's `ec_connector_output` "
+        "(under `has_ec_transfer()`, `_get_ec_connector_output`); the message names the field."
     ),
     why=(
-        "The invariant is: on the connector path every output carries a KVConnectorOutput. The sentinel's "
-        "`kv_connector_output` is None, so returning it there silently drops finished transfers and hands "
-        "consumers a None they were promised would not come."
+        "The invariant is: on the connector path every output carries its connector output. The sentinel's "
+        "field is None, so returning it there drops finished transfers and hands consumers a None they were "
+        "promised would not come. Two schools disagree on the empty case, and `empty-output` chooses per "
+        "invariant. `forbid` (the default, the invariant school) reports every such return: consumers may "
+        "then rely on `connector active <=> output not None` and never guard. `allow-when-empty` (vLLM's own "
+        "contract since `with_kv_conn_output_only`, the defensive school) accepts the bare sentinel where the "
+        "flow shows the connector output is empty (`is_empty()` is true, or every payload field is falsy), "
+        "because every consumer guards against None anyway and an empty output carries nothing to lose; a "
+        "return that drops a non-empty output is still reported, and KVC003 and KVC006 are unaffected."
     ),
     bad="""
 def idle_step(sched):
@@ -51,6 +60,6 @@ def idle_step(sched):
     result.kv_connector_output = kvo
     return result
 """,
-    options=("empty-sentinels", "connector-guards", "connector-contexts", "connector-functions"),
+    options=("empty-sentinels", "connector-guards", "connector-contexts", "connector-functions", "empty-output"),
     check=check,
 )
