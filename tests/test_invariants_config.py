@@ -341,3 +341,35 @@ def test_kvlint_config_shows_each_invariant_and_where_its_keys_came_from(project
     assert "payload-class = \"ECConnectorOutput\"  # the 'ec' preset" in text
     completed = run_kvlint("rules", cwd=project)
     assert "invariants: kv (kv_out), ec (ec_connector_output) (from pyproject.toml;" in completed.stdout
+
+
+MARKED = '''
+from outputs import EMPTY_MODEL_RUNNER_OUTPUT
+
+
+def bare():  # kvlint: connector-path
+    return EMPTY_MODEL_RUNNER_OUTPUT
+
+
+def encoder_only():  # kvlint: connector-path[ec]
+    return EMPTY_MODEL_RUNNER_OUTPUT
+
+
+def both():  # kvlint: connector-path[kv, ec]
+    return EMPTY_MODEL_RUNNER_OUTPUT
+
+
+def unknown():  # kvlint: connector-path[fp8]
+    return EMPTY_MODEL_RUNNER_OUTPUT
+'''
+
+
+def test_the_connector_path_marker_names_its_invariants(project: Path) -> None:
+    """A bare marker means the first invariant (`kv`, as it always did); `[ec]` and `[kv, ec]` name them;
+    a name that is no active invariant marks nothing."""
+    (project / "outputs.py").write_text(SHARED, encoding="utf-8")
+    (project / "marked.py").write_text(MARKED, encoding="utf-8")
+    findings = [f for f in run([Path(".")], Config(root=project), jobs=1).findings if f.path == "marked.py"]
+    assert [(f.function, f.invariant) for f in findings] == [
+        ("bare", "kv"), ("encoder_only", "ec"), ("both", "ec"), ("both", "kv"),
+    ]

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.vllm
 
 EC_ACCESS = re.compile(r"\.ec_connector_output\b(?P<write>\s*=(?!=))?")
 EC_AGGREGATOR = "vllm/distributed/ec_transfer/ec_connector/utils.py"
+KV_AGGREGATOR = "vllm/distributed/kv_transfer/kv_connector/utils.py"
 RUNNER = "vllm/v1/worker/gpu_model_runner.py"
 
 
@@ -109,15 +110,15 @@ def test_vllm_0_33_0_mutated_ec_paths_are_caught(tmp_path: Path, monkeypatch: py
         assert any(f"ec_output.{member}" in line for _, line in aggregator), member
     dropped = [f for f in findings if f.path == RUNNER]
     assert [(f.code, f.source_line.strip()) for f in dropped] == [("KVC006", "return output")]
-    assert "`ec_connector_output`" in dropped[0].message and "ec_connector_output=ec_connector_output" in dropped[0].message
+    message = dropped[0].message
+    assert "`ec_connector_output`" in message and "ec_connector_output=ec_connector_output" in message
 
 
 def test_one_pass_checks_both_and_presets_choose(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`presets = ["kv"]` leaves the EC connector alone; the default finds both kinds in one run."""
     copy = _mutated("0.33.0", tmp_path, {
         EC_AGGREGATOR: ("            if not ec_output:\n                continue\n", ""),
-        "vllm/distributed/kv_transfer/kv_connector/utils.py": (
-            "            if not kv_output:\n                continue\n", ""),
+        KV_AGGREGATOR: ("            if not kv_output:\n                continue\n", ""),
     })
     both = _run(copy, Config(), monkeypatch).findings
     assert {(f.invariant, f.code) for f in both} == {("kv", "KVC001"), ("ec", "KVC001")}
@@ -135,7 +136,7 @@ def test_allow_when_empty_on_vllm_0_10_1(tmp_path: Path, monkeypatch: pytest.Mon
     assert [f.code for f in default] == ["KVC002", "KVC002"]
     assert _run(tree, upstream, monkeypatch).findings == []
     copy = _mutated("0.10.1", tmp_path, {
-        "vllm/distributed/kv_transfer/kv_connector/utils.py": ("            if not output:\n                continue\n", ""),
+        KV_AGGREGATOR: ("            if not output:\n                continue\n", ""),
     })
     seeded = _run(copy, upstream, monkeypatch).findings
     assert [(f.code, f.invariant) for f in seeded] == [("KVC001", "kv")] * 2

@@ -390,17 +390,29 @@ class Expressions:
         }
         if not pending:
             return
-        stack = list(expressions)
-        while stack and pending:
-            current = stack.pop()
-            if isinstance(current, cst.Name) and current.value in pending:
-                pending.discard(current.value)
+        for expression in expressions:
+            for name in sorted(pending & self._names_within(expression)):
+                pending.discard(name)
                 # an output that escapes before its connector output is set stays without it (KVC003)
-                state.values[current.value] = dataclasses.replace(
-                    state.values[current.value], handed_on=True, output_sites=frozenset()
-                )
-            else:  # a lambda or nested function that captures it hands it on too
-                stack.extend(current.children)
+                state.values[name] = dataclasses.replace(state.values[name], handed_on=True, output_sites=frozenset())
+
+    def _names_within(self, node: cst.CSTNode) -> frozenset[str]:
+        """Every name an expression mentions, a lambda's or nested function's included (they capture it).
+
+        Remembered per node: loops are walked again until their facts settle, and libcst's `children`
+        is slow enough to show in a profile."""
+        found = self.names_within.get(id(node))
+        if found is None:
+            names = set()
+            stack = [node]
+            while stack:
+                current = stack.pop()
+                if isinstance(current, cst.Name):
+                    names.add(current.value)
+                else:
+                    stack.extend(current.children)
+            found = self.names_within[id(node)] = frozenset(names)
+        return found
 
     def _expr_Call(self, node: cst.Call, state: NullnessState) -> Value:
         func = node.func

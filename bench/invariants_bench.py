@@ -1,0 +1,60 @@
+"""What checking the encoder-cache invariant costs: the cold audit of a vLLM release with both presets
+(the default) against the same audit with `presets = ["kv"]`.
+
+    .venv/bin/python bench/invariants_bench.py                  # vLLM 0.33.0, 9 alternating rounds
+    .venv/bin/python bench/invariants_bench.py --rounds 15 --version 0.13.0
+
+One engine pass serves every invariant, so the second invariant should cost only what its own names
+add: a few more relevant files and sites. Issue 11's bound is a median ratio of at most 1.1. Both
+commands run cold (no result cache) in alternating order; the peer is kvlint itself, on the same tree
+in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.audit_bench import timed_run, tree_facts  # noqa: E402
+
+BOUND = 1.1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", default="0.33.0", help="vLLM release (default: 0.33.0)")
+    parser.add_argument("--rounds", type=int, default=9, help="alternating rounds (default: 9)")
+    args = parser.parse_args()
+
+    from tests.vllm_sources import vllm_tree
+
+    tree = vllm_tree(args.version)
+    with tempfile.TemporaryDirectory(prefix="kvlint-bench-") as scratch:
+        kv_only = Path(scratch, "pyproject.toml")
+        kv_only.write_text('[tool.kvlint]\npresets = ["kv"]\n', encoding="utf-8")
+        audit = [sys.executable, "-m", "kvlint", "audit", "vllm", "--format", "json", "--quiet", "--exit-zero"]
+        runs = {"both presets (kv, ec)": audit, 'presets = ["kv"]': [*audit, "--config", str(kv_only)]}
+        for command in runs.values():  # warm the page cache and the .pyc files; not counted
+            timed_run(command, tree)
+        times: dict[str, list[float]] = {name: [] for name in runs}
+        for round_number in range(args.rounds):
+            names = list(runs) if round_number % 2 == 0 else list(runs)[::-1]
+            for name in names:
+                times[name].append(timed_run(runs[name], tree)[0])
+    print(f"vLLM {args.version}: {tree_facts(tree)}; {args.rounds} alternating rounds, cold\n")
+    print("| kvlint audit with | wall median s | min s | max s |\n| --- | ---: | ---: | ---: |")
+    for name, series in times.items():
+        print(f"| {name} | {statistics.median(series):.3f} | {min(series):.3f} | {max(series):.3f} |")
+    both, kv = (statistics.median(series) for series in times.values())
+    ratio = both / kv
+    print(f"\nboth / kv only, median wall-time ratio: {ratio:.3f} (bound: {BOUND})")
+    return 0 if ratio <= BOUND else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
