@@ -69,6 +69,7 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         self.shielded = ""  # inside `try` whose handlers catch AttributeError (or a base): the handler it names
         self.attached_outputs: set[tuple[object, ...]] = set()  # outputs given their connector output later
         self.names_within: dict[int, frozenset[str]] = {}  # by id() of a node of `module`, which keeps it alive
+        self.payload_fields: dict[str, tuple[str, ...]] = {}  # by invariant: its payload's fields the tree declares
         self.invariants = config.invariants
         self.invariant_names = tuple(invariant.name for invariant in self.invariants.invariants)
         payload_names = tuple(name.rpartition(".")[2] for name in config.payload_classes)

@@ -234,7 +234,8 @@ class Expressions:
         names = set(self.invariants.payload_optional_fields)
         for payload in self.invariants.payload_classes:
             declared = self.index.class_named(payload)
-            names.update(name for name, _ in declared.members) if declared is not None else None
+            if declared is not None:
+                names.update(name for name, _ in declared.members)
         return frozenset(names)
 
     def _member_invariant(self, attr: str) -> str:
@@ -248,13 +249,16 @@ class Expressions:
     def _payload_fields(self, invariant: str) -> tuple[str, ...]:
         """The payload's optional fields: the configured ones its class declares where the tree declares it
         (vLLM 0.10's payload has two of the five the newest one has)."""
-        configured = self.invariants.payload_fields_of(invariant)
-        found = self.invariants.by_name.get(invariant)
-        declared = self.index.class_named(found.payload_class) if found is not None else None
-        if declared is None or not declared.members:
-            return configured
-        members = {name for decl in self.index.mro(declared.qualname) for name, _ in decl.members}
-        return tuple(name for name in configured if name in members) or configured
+        fields = self.payload_fields.get(invariant)
+        if fields is None:
+            fields = configured = self.invariants.payload_fields_of(invariant)
+            found = self.invariants.by_name.get(invariant)
+            declared = self.index.class_named(found.payload_class) if found is not None else None
+            if declared is not None and declared.members:
+                members = {name for decl in self.index.mro(declared.qualname) for name, _ in decl.members}
+                fields = tuple(name for name in configured if name in members) or configured
+            self.payload_fields[invariant] = fields
+        return fields
 
     def _attribute_value(self, node: cst.Attribute, receiver: Value, state: NullnessState) -> Value:
         attr = node.attr.value
@@ -391,7 +395,7 @@ class Expressions:
         if not pending:
             return
         for expression in expressions:
-            for name in sorted(pending & self._names_within(expression)):
+            for name in pending & self._names_within(expression):
                 pending.discard(name)
                 # an output that escapes before its connector output is set stays without it (KVC003)
                 state.values[name] = dataclasses.replace(state.values[name], handed_on=True, output_sites=frozenset())
