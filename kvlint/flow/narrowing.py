@@ -48,8 +48,9 @@ class Narrowing:
             else:
                 values[key] = join_values(left, right)
         paths: dict[str, tuple[PathFact, str]] = {}
+        reasons_a, reasons_b = a.path_reasons(self.invariant_names), b.path_reasons(self.invariant_names)
         for invariant in self.invariant_names:
-            reason_a, reason_b = a.connector_path_reason(invariant), b.connector_path_reason(invariant)
+            reason_a, reason_b = reasons_a[invariant], reasons_b[invariant]
             if reason_a and reason_b:
                 paths[invariant] = (PathFact.ON, reason_a if reason_a == reason_b else min(reason_a, reason_b))
             elif a.path_of(invariant) is PathFact.OFF and b.path_of(invariant) is PathFact.OFF:

@@ -157,11 +157,29 @@ class NullnessState:
             return ""
         if fact is PathFact.ON:
             return reason
-        for key in sorted(self.values):
-            value = self.values[key]
-            if value.evidence and value.nullness is Nullness.NOT_NONE and value.invariant == invariant:
-                return f"`{key}` is not None here"
-        return ""
+        return self.evidence().get(invariant, "")
+
+    def evidence(self) -> dict[str, str]:
+        """Per invariant, the first (by key) value proven not None whose being so shows its connector is on."""
+        found: dict[str, str] = {}
+        for key, value in self.values.items():
+            if value.evidence and value.nullness is Nullness.NOT_NONE and (
+                value.invariant not in found or key < found[value.invariant]
+            ):
+                found[value.invariant] = key
+        return {invariant: f"`{key}` is not None here" for invariant, key in found.items()}
+
+    def path_reasons(self, invariants: tuple[str, ...]) -> dict[str, str]:
+        """`connector_path_reason` of every invariant, the values looked at once."""
+        evidence: dict[str, str] | None = None
+        reasons = {}
+        for invariant in invariants:
+            fact, reason = self.paths.get(invariant, (PathFact.UNKNOWN, ""))
+            if fact is PathFact.UNKNOWN:
+                evidence = self.evidence() if evidence is None else evidence
+                reason = evidence.get(invariant, "")
+            reasons[invariant] = reason if fact is not PathFact.OFF else ""
+        return reasons
 
 
 def unreachable() -> NullnessState:
