@@ -89,7 +89,8 @@ class Expressions:
         return self.imports.resolve_dotted(spelled)
 
     def _sentinel_value(self, name: str) -> Value:
-        sharing = self.invariants.with_sentinel(self.imports.resolve_dotted(name))
+        # a class attribute bound to the sentinel (`self._EMPTY`) names none: it is every invariant's
+        sharing = self.invariants.with_sentinel(self.imports.resolve_dotted(name)) or self.invariant_names
         return Value(Nullness.NOT_NONE, sentinel=True, origin=f"`{name}`", sentinel_of=sharing)
 
     # ------------------------------------------------------- declarations
@@ -477,13 +478,15 @@ class Expressions:
             if args and args[0].sentinel:
                 self._record(SiteKind.SENTINEL_USE, node, sentinel_use=SentinelUseKind.COPIED,
                              operand=self._code(node.args[0].value), state=state)
-                sets_field = any(a.keyword is not None and a.keyword.value in self.invariants.optional_fields
-                                 for a in node.args)
                 unknown_fields = any(a.star == "**" for a in node.args)  # `replace(EMPTY, **fields)`
                 shallow = not matches(callee, ("copy.deepcopy", "deepcopy")) and not unknown_fields
                 given = frozenset(a.keyword.value for a in node.args if a.keyword is not None)  # fresh values
-                return Value(Nullness.NOT_NONE, empty_copy=not sets_field, shallow_copy=shallow, known_fields=given,
-                             origin=f"`{self._code(node)}`", sentinel_of=args[0].sentinel_of)
+                lacking = tuple(  # the invariants whose connector output the copy does not get here
+                    invariant for invariant in args[0].sentinel_of
+                    if not given & set(self.invariants.by_name[invariant].optional_fields)
+                )
+                return Value(Nullness.NOT_NONE, empty_copy=bool(lacking), shallow_copy=shallow, known_fields=given,
+                             origin=f"`{self._code(node)}`", sentinel_of=lacking)
             if args and args[0].shallow_copy and not matches(callee, ("copy.deepcopy", "deepcopy")):
                 if not any(a.star == "**" for a in node.args):  # a shallow copy of a shallow copy: still shared
                     given = frozenset(a.keyword.value for a in node.args if a.keyword is not None)

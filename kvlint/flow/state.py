@@ -48,13 +48,14 @@ class Value:
     known_fields: frozenset[str] = frozenset()  # payload fields constructed non-None; of a copy: fields given anew
     sentinel_part: bool = False  # a member of the shared sentinel (mutating it is KVC004)
     shallow_copy: bool = False  # a shallow copy of the sentinel: its lists and dicts are the sentinel's
-    empty_copy: bool = False  # a copy of the sentinel whose connector output was never set
+    empty_copy: bool = False  # a copy of the sentinel with a connector output never set (`sentinel_of` says whose)
     output_sites: frozenset[tuple[object, ...]] = frozenset()  # outputs built without a connector output (keys)
     never_returns: bool = False  # the value of a call that does not return
     # a bool holding a guard: ("path", invariant, why) or ("not-none", key, value)
     condition: tuple[object, ...] | None = None
     invariant: str = ""  # which invariant's connector output (or payload field) this is ("" none known)
-    sentinel_of: tuple[str, ...] = ()  # the sentinel (or a copy of it): the invariants whose sentinel it is
+    # the sentinel: the invariants whose sentinel it is; a copy of it: those whose connector output it still lacks
+    sentinel_of: tuple[str, ...] = ()
 
     @property
     def tracked(self) -> bool:
@@ -88,8 +89,13 @@ def join_nullness(a: Nullness, b: Nullness) -> Nullness:
     return Nullness.MAYBE_NONE  # NONE with NOT_NONE
 
 
-def _sorted_union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(sorted({*a, *b}))
+def _join_sentinel_of(a: Value, b: Value) -> tuple[str, ...]:
+    """What may be the sentinel is so for either path's invariants; two copies lack for sure only what both lack."""
+    if a.sentinel_of == b.sentinel_of:
+        return a.sentinel_of
+    if a.empty_copy and b.empty_copy and not (a.sentinel or b.sentinel):
+        return tuple(sorted(set(a.sentinel_of) & set(b.sentinel_of)))
+    return tuple(sorted({*a.sentinel_of, *b.sentinel_of}))
 
 
 def join_values(a: Value, b: Value) -> Value:
@@ -120,12 +126,12 @@ def join_values(a: Value, b: Value) -> Value:
         known_fields=a.known_fields & b.known_fields,
         sentinel_part=a.sentinel_part or b.sentinel_part,
         shallow_copy=a.shallow_copy and b.shallow_copy,
-        empty_copy=a.empty_copy and b.empty_copy,
+        empty_copy=a.empty_copy and b.empty_copy and bool(_join_sentinel_of(a, b)),
         output_sites=a.output_sites | b.output_sites,  # either construction may be the one attached later
         never_returns=a.never_returns and b.never_returns,
         condition=a.condition if a.condition == b.condition else None,
         invariant=min(filter(None, (a.invariant, b.invariant)), default=""),
-        sentinel_of=a.sentinel_of if a.sentinel_of == b.sentinel_of else _sorted_union(a.sentinel_of, b.sentinel_of),
+        sentinel_of=_join_sentinel_of(a, b),
     )
 
 

@@ -185,8 +185,11 @@ class Statements:
         self.attached_outputs.update(attached)
         key = ref_key(node)
         if key is not None and (attached or receiver.empty_copy):
-            state.values[key] = dataclasses.replace(receiver, output_sites=receiver.output_sites - attached,
-                                                    empty_copy=False)
+            lacking = tuple(other for other in receiver.sentinel_of if other != invariant)
+            state.values[key] = dataclasses.replace(
+                receiver, output_sites=receiver.output_sites - attached,
+                empty_copy=receiver.empty_copy and bool(lacking), sentinel_of=lacking,
+            )
 
     @staticmethod
     def _suite(body: cst.BaseSuite) -> Sequence[cst.CSTNode]:
@@ -316,7 +319,7 @@ class Statements:
             value = self._eval(node.value, state)
             self._hand_on([node.value], state)
             if value.sentinel or value.empty_copy:
-                for invariant in value.sentinel_of or self.invariant_names:
+                for invariant in value.sentinel_of:
                     self._record(
                         SiteKind.SENTINEL_USE,
                         node,
@@ -347,11 +350,12 @@ class Statements:
             if invariant in reported:
                 continue
             reported.add(invariant)
-            if state.connector_path_reason(invariant):
-                if (value.sentinel or value.empty_copy) and invariant in (value.sentinel_of or self.invariant_names):
-                    continue  # KVC002 reports this return
-                if any(site[-1] == invariant for site in unattached):
-                    continue  # KVC003 reports the construction
+            empty = (value.sentinel or value.empty_copy) and invariant in value.sentinel_of
+            bare = any(site[-1] == invariant for site in unattached)
+            if not (value.nullness is Nullness.NONE or empty or bare):
+                continue  # what it returns carries this invariant's output
+            if state.connector_path_reason(invariant) and (empty or bare):
+                continue  # KVC002 reports this return, or KVC003 the construction
             self._record(
                 SiteKind.KV_DROPPED,
                 node,
