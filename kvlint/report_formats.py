@@ -2,8 +2,8 @@
 mermaid and dot.
 
 Each format renders an `AuditReport` to one string. Nothing here analyses code;
-the producer -> consumer graph only groups the inventory by function. Every format but text holds no time, so two
-runs over the same tree print the same bytes.
+the producer -> field -> consumer graph only groups the inventory by function, and the functions by module
+and class. Every format but text holds no time, so two runs over the same tree print the same bytes.
 """
 
 from __future__ import annotations
@@ -408,6 +408,7 @@ class _GraphNode:
     function: str
     edges: dict[str, int] = field(default_factory=dict)  # edge label -> count
     status: str = "off"  # "bad", "ok" or "off"
+    hub: str = ""  # the key of the hub (field) its edges go through
 
 
 # Producer edges (label, status) and consumer edges, worst first so that a node takes its worst status.
@@ -434,9 +435,15 @@ _RANK = {"bad": 0, "ok": 1, "copy": 2, "off": 3}
 
 @dataclass
 class ConnectorGraph:
-    """Functions producing outputs and functions consuming `kv_connector_output`, meeting at the output class."""
+    """Producing and consuming functions of outputs, meeting at the field they pass through (the hub).
 
-    hub: str
+    The static facts say what each function does with the field, not which output reaches which reader
+    (kvlint has no inter-procedural flow), so a producer feeds a consumer exactly when both touch the same
+    hub: every output a producer builds may reach every reader of that field. Nodes are drawn grouped by
+    module, then class. Each node belongs to one hub; today there is one, for the configured fields.
+    """
+
+    hubs: dict[str, str]  # hub key -> label
     producers: list[_GraphNode]
     consumers: list[_GraphNode]
 
@@ -451,13 +458,42 @@ class ConnectorGraph:
         return prefix + "/" if prefix else ""
 
 
+def class_of(function: str) -> str:
+    """The class a qualified name lies in, by PEP 8's naming (`Worker.execute_model` -> `Worker`), else ""."""
+    first = function.split(".", 1)[0]
+    return first if first[:1].isupper() else ""
+
+
+def grouped(nodes: list[_GraphNode]) -> list[tuple[str, list[tuple[str, list[_GraphNode]]]]]:
+    """Nodes by module (file), then by class ("" for module-level functions first), in a stable order."""
+    modules: dict[str, dict[str, list[_GraphNode]]] = {}
+    for node in sorted(nodes, key=lambda node: (node.path, class_of(node.function), node.function)):
+        modules.setdefault(node.path, {}).setdefault(class_of(node.function), []).append(node)
+    return [(path, list(classes.items())) for path, classes in modules.items()]
+
+
+def _short_name(node: _GraphNode) -> str:
+    """The node's name inside its class's group (`execute_model`), or the class body's."""
+    cls = class_of(node.function)
+    if not cls:
+        return node.function
+    return node.function[len(cls) + 1:] if node.function != cls else "(class body)"
+
+
+def _hub_key(report: AuditReport) -> str:
+    """The hub an inventory entry goes through: the one hub of the configured fields (an invariant's name
+    once entries carry it)."""
+    return " / ".join(report.optional_fields)
+
+
 def connector_graph(report: AuditReport) -> ConnectorGraph:
     """Group the inventory by function into producer and consumer nodes."""
-    producers: dict[tuple[str, str], _GraphNode] = {}
-    consumers: dict[tuple[str, str], _GraphNode] = {}
+    producers: dict[tuple[str, str, str], _GraphNode] = {}
+    consumers: dict[tuple[str, str, str], _GraphNode] = {}
+    hub = _hub_key(report)
 
-    def add(nodes: dict[tuple[str, str], _GraphNode], path: str, function: str, label: str) -> None:
-        node = nodes.setdefault((path, function), _GraphNode(path, function))
+    def add(nodes: dict[tuple[str, str, str], _GraphNode], path: str, function: str, label: str) -> None:
+        node = nodes.setdefault((hub, path, function), _GraphNode(path, function, hub=hub))
         node.edges[label] = node.edges.get(label, 0) + 1
 
     for c in report.output_constructions:
@@ -494,15 +530,15 @@ def connector_graph(report: AuditReport) -> ConnectorGraph:
         elif key in readers:
             add(consumers, *key, "guarded dereference")
     for path, function in readers:
-        if (path, function) not in consumers:
+        if (hub, path, function) not in consumers:
             add(consumers, path, function, "read, passed on or checked")
     for nodes, ranks in ((producers, _PRODUCER_EDGES), (consumers, _CONSUMER_EDGES)):
         for node in nodes.values():
             node.status = min((ranks[label] for label in node.edges), key=_RANK.__getitem__)
             node.edges = dict(sorted(node.edges.items(), key=lambda item: list(ranks).index(item[0])))
-    hub = " / ".join(report.output_classes) + "." + " / ".join(report.optional_fields)
-    order = lambda node: (node.path, node.function)  # noqa: E731
-    return ConnectorGraph(hub, sorted(producers.values(), key=order), sorted(consumers.values(), key=order))
+    hubs = {hub: " / ".join(report.output_classes) + "." + " / ".join(report.optional_fields)}
+    order = lambda node: (node.hub, node.path, node.function)  # noqa: E731
+    return ConnectorGraph(hubs, sorted(producers.values(), key=order), sorted(consumers.values(), key=order))
 
 
 # status -> (fill, stroke): breaks the invariant, keeps it, copies the sentinel (attaches later?), off the path
@@ -527,32 +563,71 @@ def _mermaid_text(text: str) -> str:
     return (text.replace("&", "#38;").replace('"', "#quot;").replace("<", "#60;").replace(">", "#62;"))
 
 
-def audit_mermaid(report: AuditReport) -> str:
-    """A mermaid flowchart: producers -> the output's `kv_connector_output` -> consumers."""
+_SIDES = (("p", "producers: build or return an output"), ("c", "consumers: read kv_connector_output"))
+
+
+@dataclass(frozen=True)
+class _Drawn:
+    """What both graph formats draw, in order: clusters opening and closing, nodes, then the edges."""
+
+    lines: list[tuple[str, int, str, str, str]]  # (kind: "open"/"close"/"node", depth, ident, label, status)
+    edges: list[tuple[str, str, str, str]]  # (source, target, label, status)
+    hubs: dict[str, str]  # ident -> label
+
+
+def _drawn(report: AuditReport) -> _Drawn:
+    """Lay the graph out once: a cluster per side, per module inside it, per class inside that."""
     graph = connector_graph(report)
     prefix = graph.common_prefix()
-    lines = ["flowchart LR"]
+    hub_ids = {key: f"h{number}" for number, key in enumerate(graph.hubs, start=1)}
+    lines: list[tuple[str, int, str, str, str]] = []
     edges: list[tuple[str, str, str, str]] = []
-    for side, nodes, title in (("p", graph.producers, "producers: build or return an output"),
-                               ("c", graph.consumers, "consumers: read kv_connector_output")):
-        lines.append(f'  subgraph {side}["{_mermaid_text(title)}"]')
-        lines.append("    direction TB")
-        for number, node in enumerate(nodes, start=1):
-            ident = f"{side}{number}"
-            where = node.path[len(prefix):] if node.path.startswith(prefix) else node.path
-            label = f"{_mermaid_text(node.function)}<br/><small>{_mermaid_text(where)}</small>"
-            lines.append(f'    {ident}["{label}"]:::{node.status}')
-            for label, count in node.edges.items():
-                pair = (ident, "hub") if side == "p" else ("hub", ident)
-                edges.append((*pair, _edge_label(label, count), _status_of_edge(label)))
-        lines.append("  end")
-    lines.append(f'  hub(["{_mermaid_text(graph.hub)}"]):::hubnode')
-    for source, target, label, _ in edges:
+    for (side, title), nodes in zip(_SIDES, (graph.producers, graph.consumers)):
+        lines.append(("open", 1, side, title, ""))
+        count = 0
+        for module_number, (path, classes) in enumerate(grouped(nodes), start=1):
+            module = f"{side}_m{module_number}"
+            lines.append(("open", 2, module, path[len(prefix):] if path.startswith(prefix) else path, ""))
+            for class_number, (cls, members) in enumerate(classes, start=1):
+                depth = 3 if cls else 2
+                if cls:
+                    lines.append(("open", 3, f"{module}_k{class_number}", f"class {cls}", ""))
+                for node in members:
+                    count += 1
+                    ident = f"{side}{count}"
+                    lines.append(("node", depth + 1, ident, _short_name(node), node.status))
+                    for label, times in node.edges.items():
+                        pair = (ident, hub_ids[node.hub]) if side == "p" else (hub_ids[node.hub], ident)
+                        edges.append((*pair, _edge_label(label, times), _status_of_edge(label)))
+                if cls:
+                    lines.append(("close", 3, "", "", ""))
+            lines.append(("close", 2, "", "", ""))
+        lines.append(("close", 1, "", "", ""))
+    return _Drawn(lines, edges, {hub_ids[key]: label for key, label in graph.hubs.items()})
+
+
+def audit_mermaid(report: AuditReport) -> str:
+    """A mermaid flowchart: producers -> the field they fill -> consumers, grouped by module and class."""
+    drawn = _drawn(report)
+    lines = ["flowchart LR"]
+    for kind, depth, ident, label, status in drawn.lines:
+        indent = "  " * depth
+        if kind == "open":
+            lines.append(f'{indent}subgraph {ident}["{_mermaid_text(label)}"]')
+            if depth == 1:
+                lines.append(f"{indent}  direction TB")
+        elif kind == "close":
+            lines.append(f"{indent}end")
+        else:
+            lines.append(f'{indent}{ident}["{_mermaid_text(label)}"]:::{status}')
+    for ident, label in drawn.hubs.items():
+        lines.append(f'  {ident}(["{_mermaid_text(label)}"]):::hubnode')
+    for source, target, label, _ in drawn.edges:
         lines.append(f'  {source} -- "{_mermaid_text(label)}" --> {target}')
     for status, (fill, stroke) in _COLOURS.items():
         lines.append(f"  classDef {status} fill:{fill},stroke:{stroke},color:#000")
     lines.append("  classDef hubnode fill:#fff7d6,stroke:#8a6d00,color:#000,stroke-width:2px")
-    for index, (_, _, _, status) in enumerate(edges):
+    for index, (_, _, _, status) in enumerate(drawn.edges):
         if status != "off":
             lines.append(f"  linkStyle {index} stroke:{_COLOURS[status][1]},stroke-width:2px")
         else:
@@ -565,36 +640,34 @@ def _dot_text(text: str) -> str:
 
 
 def audit_dot(report: AuditReport) -> str:
-    """The same graph for Graphviz (`dot -Tsvg`, `dot -Tpng`)."""
-    graph = connector_graph(report)
-    prefix = graph.common_prefix()
+    """The same graph for Graphviz (`dot -Tsvg`, `dot -Tpng`): one cluster per side, module and class."""
+    drawn = _drawn(report)
     legend = "\\n".join(_dot_text(line) for line in GRAPH_LEGEND)
+    hubs = ", ".join(drawn.hubs.values())
     lines = [
         "digraph kvlint {",
         '  graph [rankdir=LR, fontname="Helvetica", fontsize=12, nodesep=0.25, ranksep=1.6, labelloc=t, '
         f'label="kvlint audit of {_dot_text(", ".join(report.paths))}: producers and consumers of '
-        f'{_dot_text(graph.hub)}\\n{legend}"];',
+        f'{_dot_text(hubs)}\\n{legend}"];',
         '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=11];',
         '  edge [fontname="Helvetica", fontsize=9];',
     ]
-    edges = []
-    for side, nodes, title in (("p", graph.producers, "producers: build or return an output"),
-                               ("c", graph.consumers, "consumers: read kv_connector_output")):
-        lines.append(f"  subgraph cluster_{side} {{")
-        lines.append(f'    label="{_dot_text(title)}"; style="rounded,dashed"; color="#9e9e9e";')
-        for number, node in enumerate(nodes, start=1):
-            ident = f"{side}{number}"
-            fill, stroke = _COLOURS[node.status]
-            where = node.path[len(prefix):] if node.path.startswith(prefix) else node.path
-            lines.append(f'    {ident} [label="{_dot_text(node.function)}\\n{_dot_text(where)}", '
-                         f'fillcolor="{fill}", color="{stroke}"];')
-            for label, count in node.edges.items():
-                pair = (ident, "hub") if side == "p" else ("hub", ident)
-                edges.append((*pair, _edge_label(label, count), _status_of_edge(label)))
-        lines.append("  }")
-    lines.append(f'  hub [label="{_dot_text(graph.hub)}", shape=ellipse, fillcolor="#fff7d6", color="#8a6d00", '
-                 'penwidth=2];')
-    for source, target, label, status in edges:
+    cluster_styles = {1: 'style="rounded,dashed"; color="#9e9e9e";', 2: 'style="rounded"; color="#bdbdbd";',
+                      3: 'style="rounded,filled"; color="#e0e0e0"; fillcolor="#fafafa";'}
+    for kind, depth, ident, label, status in drawn.lines:
+        indent = "  " * depth
+        if kind == "open":
+            lines.append(f"{indent}subgraph cluster_{ident} {{")
+            lines.append(f'{indent}  label="{_dot_text(label)}"; {cluster_styles[depth]}')
+        elif kind == "close":
+            lines.append(f"{indent}}}")
+        else:
+            fill, stroke = _COLOURS[status]
+            lines.append(f'{indent}{ident} [label="{_dot_text(label)}", fillcolor="{fill}", color="{stroke}"];')
+    for ident, label in drawn.hubs.items():
+        lines.append(f'  {ident} [label="{_dot_text(label)}", shape=ellipse, fillcolor="#fff7d6", '
+                     'color="#8a6d00", penwidth=2];')
+    for source, target, label, status in drawn.edges:
         colour = _COLOURS[status][1]
         style = "dashed" if status == "off" else "solid"
         lines.append(f'  {source} -> {target} [label="{_dot_text(label)}", color="{colour}", '
