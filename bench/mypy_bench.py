@@ -8,8 +8,8 @@ the wall times (interpreter start-up included) are compared. Target: <= +5%.
 
 kvlint's engine runs in the plugin's helper process unless `--in-process` keeps it in
 mypy's (what a single-core machine would see). mypy comes from the venvs the tests
-create under ~/.cache/kvlint/mypy-venvs (`--mypy 1.20.2`, the default, or `--mypy 2.4.1`),
-or `--python PATH`:
+create for this checkout under ~/.cache/kvlint/mypy-venvs (`--mypy 1.20.2`, the default, or
+`--mypy 2.4.1`), or `--python PATH`:
 
     .venv/bin/python bench/mypy_bench.py [--runs 11] [--mypy 2.4.1] [--in-process] [--json FILE]
 """
@@ -30,7 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.vllm_sources import CACHE, vllm_tree  # noqa: E402
+from tests.test_mypy_plugin import venv_dir  # noqa: E402
+from tests.vllm_sources import vllm_tree  # noqa: E402
 
 FILES = (
     "vllm/v1/worker/gpu_worker.py",
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     env = {**os.environ, "KVLINT_MYPY_WORKER": "0" if args.in_process else "1"}
 
-    python = args.python or CACHE / "mypy-venvs" / args.mypy / "bin" / "python"
+    python = args.python or venv_dir(args.mypy) / "bin" / "python"
     if not python.exists():
         parser.error(f"{python} does not exist: run the mypy plugin tests once to create it, or pass --python")
     tree = vllm_tree("0.10.1")

@@ -1,12 +1,13 @@
-"""kvlint's mypy face: narrow `kv_connector_output` on connector paths, report KVC002-4/KVC006 as mypy errors.
+"""kvlint's mypy face: narrow `kv_connector_output` on connector paths, report the engine's findings as mypy errors.
 
 Enable with `plugins = kvlint.mypy_plugin`. Every fact comes from kvlint's own
 engine run on the module's file; this module only routes mypy's hooks to those
 facts by (line, column). mypy has no hook on names or `return`, so a module's
 findings are reported from every kvlint hook that fires in it (mypy keeps one
-of each). The engine runs in one helper process, fed each file as mypy parses
-it, so that its cost overlaps mypy's own work; `KVLINT_MYPY_WORKER=0` keeps it
-in the mypy process.
+of each); KVC001/KVC005 wait until mypy has typed the dereferenced value and
+are dropped where that type includes None (`kvlint.mypy_dereferences`). The
+engine runs in one helper process, fed each file as mypy parses it, so that its
+cost overlaps mypy's own work; `KVLINT_MYPY_WORKER=0` keeps it in the mypy process.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ from mypy.types import Instance, NoneType, Type, UnionType, get_proper_type
 
 import kvlint
 from kvlint.config import Config, ConfigError, DirectoryConfigs, config_for_directory
+from kvlint.sites import Site
 from kvlint.findings import Finding
+from kvlint.mypy_dereferences import ModuleDereferences
 from kvlint.names import matches
 from kvlint.mypy_worker import (
     AnalysisWorker,
@@ -70,6 +73,7 @@ class KvlintPlugin(Plugin):
         self._function_routes: dict[str, Callable[[FunctionContext], Type] | None] = {}
         self._method_routes: dict[str, Callable[[MethodContext], Type] | None] = {}
         self._analyses: dict[str, ModuleAnalysis] = {}
+        self._dereferences: dict[str, tuple[ModuleAnalysis, ModuleDereferences]] = {}
         self._configs = DirectoryConfigs()
         self._config_data: dict[Config, list[str]] = {}
         self._worker = AnalysisWorker() if os.environ.get(WORKER_ENV, _default_worker(options)) != "0" else None
@@ -133,17 +137,22 @@ class KvlintPlugin(Plugin):
         return ctx.default_return_type
 
     def _check_output_construction(self, ctx: FunctionContext) -> Type:
-        """KVC003 for what only types show: a `kv_connector_output=` argument that may still be None."""
+        """KVC003 for what only types show: a `kv_connector_output=` argument that may still be None, for each
+        invariant on whose connector path the construction lies."""
         if not self._report_module_findings(ctx):
             return ctx.default_return_type
-        site = self._analysis_of(ctx.api.path).constructions.get(_position(ctx.context))
         config = self._config_for(ctx.api.path)
-        if site is None or not site.on_connector_path or not site.carries_connector_output:
-            return ctx.default_return_type  # no site, off the path, or the engine's own KVC003 (reported above)
         if isinstance(config, ConfigError):
             return ctx.default_return_type
+        for site in self._analysis_of(ctx.api.path).constructions.get(_position(ctx.context), ()):
+            if site.on_connector_path and site.carries_connector_output:  # else off the path, or the engine's KVC003
+                self._check_connector_argument(ctx, config, site)
+        return ctx.default_return_type
+
+    def _check_connector_argument(self, ctx: FunctionContext, config: Config, site: Site) -> None:
+        fields = config.invariants.by_name[site.invariant].optional_fields if site.invariant else config.optional_fields
         for formal, name in enumerate(ctx.callee_arg_names):
-            if name not in config.optional_fields or not ctx.arg_types[formal]:
+            if name not in fields or not ctx.arg_types[formal]:
                 continue
             if ARG_STAR2 in ctx.arg_kinds[formal] or not _may_be_none(ctx.arg_types[formal][0]):
                 continue
@@ -155,7 +164,6 @@ class KvlintPlugin(Plugin):
                     f"`{name}={site.connector_output_argument}` of type {described}, which may be None",
                     ctx.context, code=KVC,
                 )
-        return ctx.default_return_type
 
     # -- facts -----------------------------------------------------------------------------------------------
 
@@ -166,9 +174,26 @@ class KvlintPlugin(Plugin):
         """
         if ctx.api.path in _hidden_files(ctx.api):
             return False  # e.g. a module imported with follow_imports = silent: no analysis needed to report
-        for finding in self._analysis_of(ctx.api.path).findings:
+        analysis = self._analysis_of(ctx.api.path)
+        for finding in analysis.findings:
             _fail_at(ctx.api, f"{finding.code} {finding.message}", finding)
+        if analysis.dereferences:
+            dereferences = self._dereferences_of(ctx.api, analysis)
+            for finding in dereferences.to_report(ctx.api, ctx.context.line) if dereferences else ():
+                _fail_at(ctx.api, f"{finding.code} {finding.message}", finding)
         return True
+
+    def _dereferences_of(self, api: CheckerPluginInterface, analysis: ModuleAnalysis) -> ModuleDereferences | None:
+        """The module's KVC001/KVC005 findings matched to the tree mypy is checking (None: no tree found)."""
+        tree = _tree_of(api)
+        known = self._dereferences.get(api.path)
+        if known is not None and known[0] is analysis and known[1].tree is tree:
+            return known[1]
+        if tree is None:
+            return None
+        dereferences = ModuleDereferences(tree, analysis.dereferences)
+        self._dereferences[api.path] = (analysis, dereferences)
+        return dereferences
 
     def _analysis_of(self, path: str) -> ModuleAnalysis:
         key = file_key(path)
@@ -272,6 +297,16 @@ def _fail_at(api: CheckerPluginInterface, message: str, finding: Finding) -> Non
     context = Context(finding.line, finding.column)
     context.end_line, context.end_column = finding.end_line, finding.end_column
     api.fail(message, context, code=KVC)
+
+
+def _tree_of(api: CheckerPluginInterface) -> MypyFile | None:
+    """The tree of the module mypy is checking.
+
+    `TypeChecker.tree` is outside the plugin interface (tested on mypy 1.20 and 2.x); should it move, there
+    is no tree, which silences KVC001/KVC005, never adds one.
+    """
+    tree = getattr(api, "tree", None)
+    return tree if isinstance(tree, MypyFile) and tree.path == api.path else None
 
 
 def _hidden_files(api: CheckerPluginInterface) -> AbstractSet[str]:

@@ -7,6 +7,7 @@ costs no mypy import; the plugin feeds it each file as mypy parses it.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
 import pickle
@@ -14,6 +15,7 @@ import queue
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -21,12 +23,26 @@ from typing import IO
 import kvlint
 from kvlint.config import Config, ConfigError, DirectoryConfigs
 from kvlint.findings import Finding
-from kvlint.sites import Site, SiteKind
+from kvlint.sites import DerefTarget, Site, SiteKind, Span
 
-# What no type shows: the producer side of the invariant (KVC002, KVC003, KVC006), mutating the shared
-# sentinel (KVC004), files kvlint could not check. mypy's union-attr covers KVC001/KVC005 where types reach.
+# Reported from any hook of the module: what no type shows, the producer side of the invariant (KVC002, KVC003,
+# KVC006), mutating the shared sentinel (KVC004), files kvlint could not check.
 REPORTED_CODES = ("KVC002", "KVC003", "KVC004", "KVC006", "KVC9")
+# Reported once mypy has typed the dereferenced value, unless that type includes None (mypy then reports it).
+DEREFERENCE_CODES = {"KVC001": DerefTarget.CONNECTOR_OUTPUT, "KVC005": DerefTarget.PAYLOAD_FIELD}
 FileKey = tuple[int, int]  # (st_mtime_ns, st_size): a file whose key changed is analysed again
+
+
+@dataclass(frozen=True)
+class Dereference:
+    """A KVC001/KVC005 finding, with where its dereferenced value lies in mypy's coordinates.
+
+    mypy's positions are those of Python's `ast` (columns in UTF-8 bytes), which the worker reads here.
+    """
+
+    finding: Finding
+    operands: tuple[tuple[int, int, int, int], ...]  # (line, column, end line, end column) of the value
+    loop_lines: tuple[int, int] | None = None  # first and last line of the outermost loop around it
 
 
 @dataclass(frozen=True)
@@ -35,8 +51,10 @@ class ModuleAnalysis:
 
     key: FileKey = (0, 0)
     narrowed: frozenset[tuple[int, int]] = frozenset()  # optional-field reads on a connector path
-    constructions: dict[tuple[int, int], Site] = field(default_factory=dict)
+    # a construction is a site of each invariant whose output class it is
+    constructions: dict[tuple[int, int], tuple[Site, ...]] = field(default_factory=dict)
     findings: tuple[Finding, ...] = ()
+    dereferences: tuple[Dereference, ...] = ()
 
 
 def file_key(path: str) -> FileKey | None:
@@ -68,11 +86,78 @@ def analyse_module(path: str, config: Config | ConfigError) -> ModuleAnalysis:
             _span_start(site) for site in report.sites
             if site.kind is SiteKind.OPTIONAL_ACCESS and site.on_connector_path
         ),
-        constructions={
-            _span_start(site): site for site in report.sites if site.kind is SiteKind.OUTPUT_CONSTRUCTION
-        },
+        constructions=_constructions(report.sites),
         findings=tuple(finding for finding in report.findings if finding.code.startswith(REPORTED_CODES)),
+        dereferences=_dereferences(report.findings, report.sites, data),
     )
+
+
+def _dereferences(findings: tuple[Finding, ...], sites: tuple[Site, ...], data: bytes) -> tuple[Dereference, ...]:
+    """Locate the value each KVC001/KVC005 finding dereferences: the `ast` node inside the finding with the
+    source text of a dereference site's operand."""
+    from kvlint.engine import SourceError, decode_source, split_lines
+
+    wanted = [finding for finding in findings if finding.code in DEREFERENCE_CODES]
+    if not wanted:
+        return ()
+    try:
+        source = decode_source(data)
+        lines = split_lines(source)
+        nodes = list(_expressions_with_loops(ast.parse(data)))
+    except (SyntaxError, ValueError, RecursionError, SourceError):
+        return ()  # the engine reports what it could not read; mypy its own syntax errors
+    dereferences = []
+    for finding in wanted:
+        span = Span(finding.line, finding.column, finding.end_line, finding.end_column)
+        texts = {_compact(site.operand) for site in sites
+                 if site.kind is SiteKind.DEREFERENCE and site.span == span and site.may_be_none
+                 and site.deref_target is DEREFERENCE_CODES[finding.code]}
+        start = (finding.line, _byte_column(lines, finding.line, finding.column))
+        end = (finding.end_line, _byte_column(lines, finding.end_line, finding.end_column))
+        operands = [(node, loop) for node, loop in nodes
+                    if start <= (node.lineno, node.col_offset) and (node.end_lineno, node.end_col_offset) <= end
+                    and _compact(ast.get_source_segment(source, node) or "") in texts]
+        dereferences.append(Dereference(
+            finding,
+            tuple((node.lineno, node.col_offset, node.end_lineno or 0, node.end_col_offset or 0)
+                  for node, _ in operands),
+            next((loop for _, loop in operands if loop is not None), None),
+        ))
+    return tuple(dereferences)
+
+
+def _expressions_with_loops(
+    node: ast.AST, loop: tuple[int, int] | None = None
+) -> Iterator[tuple[ast.expr, tuple[int, int] | None]]:
+    """Yield every expression with the lines of the outermost loop around it (mypy checks a loop body
+    more than once)."""
+    if loop is None and isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+        loop = (node.lineno, node.end_lineno or node.lineno)
+    if isinstance(node, ast.expr):
+        yield node, loop
+    for child in ast.iter_child_nodes(node):
+        yield from _expressions_with_loops(child, loop)
+
+
+def _byte_column(lines: list[str], line: int, column: int) -> int:
+    """A libcst column (characters) as `ast` and mypy count it (UTF-8 bytes)."""
+    return len(lines[line - 1][:column].encode("utf-8")) if 0 < line <= len(lines) else column
+
+
+def _compact(text: str) -> str:
+    """Source text without whitespace or outer parentheses (`Site.operand` keeps those; `ast` does not)."""
+    text = "".join(text.split())
+    while text.startswith("(") and text.endswith(")"):
+        text = text[1:-1]
+    return text
+
+
+def _constructions(sites: tuple[Site, ...]) -> dict[tuple[int, int], tuple[Site, ...]]:
+    found: dict[tuple[int, int], tuple[Site, ...]] = {}
+    for site in sites:
+        if site.kind is SiteKind.OUTPUT_CONSTRUCTION:
+            found[_span_start(site)] = (*found.get(_span_start(site), ()), site)
+    return found
 
 
 def _span_start(site: Site) -> tuple[int, int]:

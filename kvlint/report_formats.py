@@ -2,8 +2,8 @@
 mermaid and dot.
 
 Each format renders an `AuditReport` to one string. Nothing here analyses code;
-the producer -> consumer graph only groups the inventory by function. Every format but text holds no time, so two
-runs over the same tree print the same bytes.
+the producer -> field -> consumer graph only groups the inventory by function, and the functions by module
+and class. Every format but text holds no time, so two runs over the same tree print the same bytes.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import posixpath
+import re
 import urllib.parse
 from collections import defaultdict
 from collections.abc import Callable, Mapping
@@ -316,7 +317,7 @@ def audit_markdown(report: AuditReport, base_url: str | None = None, limit: int 
     for row in _rows(report):
         sections[_section_of(row.what)].append(row)
     blocks.append(("the inventory", ["", "### Inventory", ""], [], []))
-    for title in ("Output constructions", "Payload constructions", "kv_connector_output reads", "Sentinel uses",
+    for title in ("Output constructions", "Payload constructions", "Connector output reads", "Sentinel uses",
                   "Connector scopes"):
         rows = sections.get(title, [])
         opening = [f"<details><summary>{title} ({len(rows)})</summary>", ""]
@@ -332,7 +333,7 @@ def audit_markdown(report: AuditReport, base_url: str | None = None, limit: int 
             for row in rows
         ]
         blocks.append((title, opening, lines, ["", "</details>", ""]))
-    graph = ["### Producers and consumers of `kv_connector_output`", "", "```mermaid",
+    graph = ["### Producers and consumers of each connector output", "", "```mermaid",
              audit_mermaid(report).rstrip("\n"), "```"]
 
     whole = [*head, *(line for _, opening, rows, closing in blocks for line in (*opening, *rows, *closing)), *graph]
@@ -393,12 +394,13 @@ def _cut_markdown(head: list[str], blocks: list[tuple[str, list[str], list[str],
 
 
 def _section_of(what: str) -> str:
+    what = re.sub(r"^\[\w+\] ", "", what)  # the invariant's tag, when there are several
     if what.startswith("output"):
         return "Output constructions"
     if what.startswith("payload"):
         return "Payload constructions"
-    if what.startswith("kv_connector_output"):
-        return "kv_connector_output reads"
+    if what.endswith(" read"):
+        return "Connector output reads"
     if what.startswith("sentinel"):
         return "Sentinel uses"
     return "Connector scopes"
@@ -413,7 +415,7 @@ class _GraphNode:
 
     path: str
     function: str
-    edges: dict[str, int] = field(default_factory=dict)  # edge label -> count
+    edges: dict[tuple[str, str], int] = field(default_factory=dict)  # (hub key, edge label) -> count
     status: str = "off"  # "bad", "ok" or "off"
 
 
@@ -421,15 +423,15 @@ class _GraphNode:
 _PRODUCER_EDGES = {
     "returns the sentinel on a connector path": "bad",
     "mutates the shared sentinel": "bad",
-    "no kv_connector_output on a connector path": "bad",
-    "drops the KV output it holds": "bad",
-    "with kv_connector_output": "ok",
-    "attaches a KVConnectorOutput": "ok",
+    "built without it on a connector path": "bad",
+    "drops the connector output it holds": "bad",
+    "built with it": "ok",
+    "attaches a connector output": "ok",
     "copy of the sentinel": "copy",
-    "no kv_connector_output, off path": "off",
+    "built without it, off path": "off",
     "returns the sentinel, off path": "off",
-    "kv_connector_output unknown (**kwargs)": "off",
-    "attaches a maybe-None kv_connector_output": "off",
+    "unknown (**kwargs)": "off",
+    "attaches a maybe-None value": "off",
 }
 _CONSUMER_EDGES = {
     "unguarded dereference": "bad",
@@ -441,9 +443,16 @@ _RANK = {"bad": 0, "ok": 1, "copy": 2, "off": 3}
 
 @dataclass
 class ConnectorGraph:
-    """Functions producing outputs and functions consuming `kv_connector_output`, meeting at the output class."""
+    """Producing and consuming functions of outputs, meeting at the field they pass through (the hub).
 
-    hub: str
+    The static facts say what each function does with the field, not which output reaches which reader
+    (kvlint has no inter-procedural flow), so a producer feeds a consumer exactly when both touch the same
+    hub: every output a producer builds may reach every reader of that field. Nodes are drawn grouped by
+    module, then class. Each invariant's field is a hub of its own (`ModelRunnerOutput.kv_connector_output`,
+    `ModelRunnerOutput.ec_connector_output`); a function that touches both has edges to both.
+    """
+
+    hubs: dict[str, str]  # hub key -> label
     producers: list[_GraphNode]
     consumers: list[_GraphNode]
 
@@ -458,25 +467,63 @@ class ConnectorGraph:
         return prefix + "/" if prefix else ""
 
 
+def class_of(function: str) -> str:
+    """The class a qualified name lies in, by PEP 8's naming (`Worker.execute_model` -> `Worker`), else ""."""
+    first = function.split(".", 1)[0]
+    return first if first[:1].isupper() else ""
+
+
+def grouped(nodes: list[_GraphNode]) -> list[tuple[str, list[tuple[str, list[_GraphNode]]]]]:
+    """Nodes by module (file), then by class ("" for module-level functions first), in a stable order."""
+    modules: dict[str, dict[str, list[_GraphNode]]] = {}
+    for node in sorted(nodes, key=lambda node: (node.path, class_of(node.function), node.function)):
+        modules.setdefault(node.path, {}).setdefault(class_of(node.function), []).append(node)
+    return [(path, list(classes.items())) for path, classes in modules.items()]
+
+
+def _short_name(node: _GraphNode) -> str:
+    """The node's name inside its class's group (`execute_model`), or the class body's."""
+    cls = class_of(node.function)
+    if not cls:
+        return node.function
+    return node.function[len(cls) + 1:] if node.function != cls else "(class body)"
+
+
+def _drawn_invariants(report: AuditReport) -> list[str]:
+    """The invariants the graph draws a hub for: those with a site of their own in the tree (a read or write
+    of their field, a payload construction, a dereference, a guard or context). Output constructions and
+    returns of a sentinel that invariants share are no reason alone: vLLM 0.10 has no encoder-cache field."""
+    own = {
+        entry.invariant
+        for entries in (report.connector_output_accesses, report.connector_output_writes,
+                        report.payload_constructions, report.dereferences, report.connector_scopes)
+        for entry in entries
+    }
+    return [invariant.name for invariant in report.invariants if invariant.name in own]
+
+
 def connector_graph(report: AuditReport) -> ConnectorGraph:
-    """Group the inventory by function into producer and consumer nodes."""
+    """Group the inventory by function into producer and consumer nodes, each edge through its invariant's hub."""
+    drawn = _drawn_invariants(report)
     producers: dict[tuple[str, str], _GraphNode] = {}
     consumers: dict[tuple[str, str], _GraphNode] = {}
 
-    def add(nodes: dict[tuple[str, str], _GraphNode], path: str, function: str, label: str) -> None:
+    def add(nodes: dict[tuple[str, str], _GraphNode], hub: str, path: str, function: str, label: str) -> None:
+        if hub not in drawn:
+            return
         node = nodes.setdefault((path, function), _GraphNode(path, function))
-        node.edges[label] = node.edges.get(label, 0) + 1
+        node.edges[(hub, label)] = node.edges.get((hub, label), 0) + 1
 
     for c in report.output_constructions:
         if c.carries_connector_output is None:
-            label = "kv_connector_output unknown (**kwargs)"
+            label = "unknown (**kwargs)"
         elif c.carries_connector_output:
-            label = "with kv_connector_output"
+            label = "built with it"
         elif c.on_connector_path:
-            label = "no kv_connector_output on a connector path"
+            label = "built without it on a connector path"
         else:
-            label = "no kv_connector_output, off path"
-        add(producers, c.position.path, c.function, label)
+            label = "built without it, off path"
+        add(producers, c.invariant, c.position.path, c.function, label)
     for u in report.sentinel_uses:
         if u.use == "returned":
             label = ("returns the sentinel on a connector path" if u.on_connector_path
@@ -487,36 +534,41 @@ def connector_graph(report: AuditReport) -> ConnectorGraph:
             label = "mutates the shared sentinel"
         else:
             continue  # an alias is followed to its return or mutation
-        add(producers, u.position.path, u.function, label)
+        add(producers, u.invariant, u.position.path, u.function, label)
     for d in report.dropped_kv_outputs:
-        add(producers, d.position.path, d.function, "drops the KV output it holds")
+        add(producers, d.invariant, d.position.path, d.function, "drops the connector output it holds")
     for w in report.connector_output_writes:
-        label = "attaches a maybe-None kv_connector_output" if w.may_be_none else "attaches a KVConnectorOutput"
-        add(producers, w.position.path, w.function, label)
-    readers = {(a.position.path, a.function) for a in report.connector_output_accesses}
+        label = "attaches a maybe-None value" if w.may_be_none else "attaches a connector output"
+        add(producers, w.invariant, w.position.path, w.function, label)
+    readers = {(a.invariant, a.position.path, a.function) for a in report.connector_output_accesses}
     for d in report.dereferences:
-        key = (d.position.path, d.function)
+        key = (d.invariant, d.position.path, d.function)
         if not d.guarded:
             add(consumers, *key, "unguarded dereference")
         elif key in readers:
             add(consumers, *key, "guarded dereference")
-    for path, function in readers:
-        if (path, function) not in consumers:
-            add(consumers, path, function, "read, passed on or checked")
+    for hub, path, function in sorted(readers):
+        node = consumers.get((path, function))
+        if node is None or not any(key[0] == hub for key in node.edges):
+            add(consumers, hub, path, function, "read, passed on or checked")
+    order = [*_PRODUCER_EDGES, *_CONSUMER_EDGES]
     for nodes, ranks in ((producers, _PRODUCER_EDGES), (consumers, _CONSUMER_EDGES)):
         for node in nodes.values():
-            node.status = min((ranks[label] for label in node.edges), key=_RANK.__getitem__)
-            node.edges = dict(sorted(node.edges.items(), key=lambda item: list(ranks).index(item[0])))
-    hub = " / ".join(report.output_classes) + "." + " / ".join(report.optional_fields)
-    order = lambda node: (node.path, node.function)  # noqa: E731
-    return ConnectorGraph(hub, sorted(producers.values(), key=order), sorted(consumers.values(), key=order))
+            node.status = min((ranks[label] for _, label in node.edges), key=_RANK.__getitem__)
+            rank = lambda item: (drawn.index(item[0][0]), order.index(item[0][1]))  # noqa: E731
+            node.edges = dict(sorted(node.edges.items(), key=rank))
+    by_name = {invariant.name: invariant for invariant in report.invariants}
+    hubs = {name: " / ".join(by_name[name].output_classes) + "." + " / ".join(by_name[name].optional_fields)
+            for name in drawn}
+    position = lambda node: (node.path, node.function)  # noqa: E731
+    return ConnectorGraph(hubs, sorted(producers.values(), key=position), sorted(consumers.values(), key=position))
 
 
 # status -> (fill, stroke): breaks the invariant, keeps it, copies the sentinel (attaches later?), off the path
 _COLOURS = {"bad": ("#fde2e1", "#c62828"), "ok": ("#e3f4e1", "#2e7d32"), "copy": ("#e3ecfa", "#1f4e99"),
             "off": ("#f1f1f1", "#8a8a8a")}
 GRAPH_LEGEND = (
-    "red: breaks the invariant (a kvlint finding) · green: carries a KVConnectorOutput, or dereferences it guarded",
+    "red: breaks the invariant (a kvlint finding) · green: carries its connector output, or dereferences it guarded",
     "blue: copies the empty sentinel (a write may then attach the output) · grey, dashed: off the connector path, "
     "or read without a dereference",
 )
@@ -534,32 +586,71 @@ def _mermaid_text(text: str) -> str:
     return (text.replace("&", "#38;").replace('"', "#quot;").replace("<", "#60;").replace(">", "#62;"))
 
 
-def audit_mermaid(report: AuditReport) -> str:
-    """A mermaid flowchart: producers -> the output's `kv_connector_output` -> consumers."""
+_SIDES = (("p", "producers: build or return an output"), ("c", "consumers: read a connector output"))
+
+
+@dataclass(frozen=True)
+class _Drawn:
+    """What both graph formats draw, in order: clusters opening and closing, nodes, then the edges."""
+
+    lines: list[tuple[str, int, str, str, str]]  # (kind: "open"/"close"/"node", depth, ident, label, status)
+    edges: list[tuple[str, str, str, str]]  # (source, target, label, status)
+    hubs: dict[str, str]  # ident -> label
+
+
+def _drawn(report: AuditReport) -> _Drawn:
+    """Lay the graph out once: a cluster per side, per module inside it, per class inside that."""
     graph = connector_graph(report)
     prefix = graph.common_prefix()
-    lines = ["flowchart LR"]
+    hub_ids = {key: f"h{number}" for number, key in enumerate(graph.hubs, start=1)}
+    lines: list[tuple[str, int, str, str, str]] = []
     edges: list[tuple[str, str, str, str]] = []
-    for side, nodes, title in (("p", graph.producers, "producers: build or return an output"),
-                               ("c", graph.consumers, "consumers: read kv_connector_output")):
-        lines.append(f'  subgraph {side}["{_mermaid_text(title)}"]')
-        lines.append("    direction TB")
-        for number, node in enumerate(nodes, start=1):
-            ident = f"{side}{number}"
-            where = node.path[len(prefix):] if node.path.startswith(prefix) else node.path
-            label = f"{_mermaid_text(node.function)}<br/><small>{_mermaid_text(where)}</small>"
-            lines.append(f'    {ident}["{label}"]:::{node.status}')
-            for label, count in node.edges.items():
-                pair = (ident, "hub") if side == "p" else ("hub", ident)
-                edges.append((*pair, _edge_label(label, count), _status_of_edge(label)))
-        lines.append("  end")
-    lines.append(f'  hub(["{_mermaid_text(graph.hub)}"]):::hubnode')
-    for source, target, label, _ in edges:
+    for (side, title), nodes in zip(_SIDES, (graph.producers, graph.consumers)):
+        lines.append(("open", 1, side, title, ""))
+        count = 0
+        for module_number, (path, classes) in enumerate(grouped(nodes), start=1):
+            module = f"{side}_m{module_number}"
+            lines.append(("open", 2, module, path[len(prefix):] if path.startswith(prefix) else path, ""))
+            for class_number, (cls, members) in enumerate(classes, start=1):
+                depth = 3 if cls else 2
+                if cls:
+                    lines.append(("open", 3, f"{module}_k{class_number}", f"class {cls}", ""))
+                for node in members:
+                    count += 1
+                    ident = f"{side}{count}"
+                    lines.append(("node", depth + 1, ident, _short_name(node), node.status))
+                    for (hub, label), times in node.edges.items():
+                        pair = (ident, hub_ids[hub]) if side == "p" else (hub_ids[hub], ident)
+                        edges.append((*pair, _edge_label(label, times), _status_of_edge(label)))
+                if cls:
+                    lines.append(("close", 3, "", "", ""))
+            lines.append(("close", 2, "", "", ""))
+        lines.append(("close", 1, "", "", ""))
+    return _Drawn(lines, edges, {hub_ids[key]: label for key, label in graph.hubs.items()})
+
+
+def audit_mermaid(report: AuditReport) -> str:
+    """A mermaid flowchart: producers -> the field they fill -> consumers, grouped by module and class."""
+    drawn = _drawn(report)
+    lines = ["flowchart LR"]
+    for kind, depth, ident, label, status in drawn.lines:
+        indent = "  " * depth
+        if kind == "open":
+            lines.append(f'{indent}subgraph {ident}["{_mermaid_text(label)}"]')
+            if depth == 1:
+                lines.append(f"{indent}  direction TB")
+        elif kind == "close":
+            lines.append(f"{indent}end")
+        else:
+            lines.append(f'{indent}{ident}["{_mermaid_text(label)}"]:::{status}')
+    for ident, label in drawn.hubs.items():
+        lines.append(f'  {ident}(["{_mermaid_text(label)}"]):::hubnode')
+    for source, target, label, _ in drawn.edges:
         lines.append(f'  {source} -- "{_mermaid_text(label)}" --> {target}')
     for status, (fill, stroke) in _COLOURS.items():
         lines.append(f"  classDef {status} fill:{fill},stroke:{stroke},color:#000")
     lines.append("  classDef hubnode fill:#fff7d6,stroke:#8a6d00,color:#000,stroke-width:2px")
-    for index, (_, _, _, status) in enumerate(edges):
+    for index, (_, _, _, status) in enumerate(drawn.edges):
         if status != "off":
             lines.append(f"  linkStyle {index} stroke:{_COLOURS[status][1]},stroke-width:2px")
         else:
@@ -572,36 +663,34 @@ def _dot_text(text: str) -> str:
 
 
 def audit_dot(report: AuditReport) -> str:
-    """The same graph for Graphviz (`dot -Tsvg`, `dot -Tpng`)."""
-    graph = connector_graph(report)
-    prefix = graph.common_prefix()
+    """The same graph for Graphviz (`dot -Tsvg`, `dot -Tpng`): one cluster per side, module and class."""
+    drawn = _drawn(report)
     legend = "\\n".join(_dot_text(line) for line in GRAPH_LEGEND)
+    hubs = ", ".join(drawn.hubs.values())
     lines = [
         "digraph kvlint {",
         '  graph [rankdir=LR, fontname="Helvetica", fontsize=12, nodesep=0.25, ranksep=1.6, labelloc=t, '
         f'label="kvlint audit of {_dot_text(", ".join(report.paths))}: producers and consumers of '
-        f'{_dot_text(graph.hub)}\\n{legend}"];',
+        f'{_dot_text(hubs)}\\n{legend}"];',
         '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=11];',
         '  edge [fontname="Helvetica", fontsize=9];',
     ]
-    edges = []
-    for side, nodes, title in (("p", graph.producers, "producers: build or return an output"),
-                               ("c", graph.consumers, "consumers: read kv_connector_output")):
-        lines.append(f"  subgraph cluster_{side} {{")
-        lines.append(f'    label="{_dot_text(title)}"; style="rounded,dashed"; color="#9e9e9e";')
-        for number, node in enumerate(nodes, start=1):
-            ident = f"{side}{number}"
-            fill, stroke = _COLOURS[node.status]
-            where = node.path[len(prefix):] if node.path.startswith(prefix) else node.path
-            lines.append(f'    {ident} [label="{_dot_text(node.function)}\\n{_dot_text(where)}", '
-                         f'fillcolor="{fill}", color="{stroke}"];')
-            for label, count in node.edges.items():
-                pair = (ident, "hub") if side == "p" else ("hub", ident)
-                edges.append((*pair, _edge_label(label, count), _status_of_edge(label)))
-        lines.append("  }")
-    lines.append(f'  hub [label="{_dot_text(graph.hub)}", shape=ellipse, fillcolor="#fff7d6", color="#8a6d00", '
-                 'penwidth=2];')
-    for source, target, label, status in edges:
+    cluster_styles = {1: 'style="rounded,dashed"; color="#9e9e9e";', 2: 'style="rounded"; color="#bdbdbd";',
+                      3: 'style="rounded,filled"; color="#e0e0e0"; fillcolor="#fafafa";'}
+    for kind, depth, ident, label, status in drawn.lines:
+        indent = "  " * depth
+        if kind == "open":
+            lines.append(f"{indent}subgraph cluster_{ident} {{")
+            lines.append(f'{indent}  label="{_dot_text(label)}"; {cluster_styles[depth]}')
+        elif kind == "close":
+            lines.append(f"{indent}}}")
+        else:
+            fill, stroke = _COLOURS[status]
+            lines.append(f'{indent}{ident} [label="{_dot_text(label)}", fillcolor="{fill}", color="{stroke}"];')
+    for ident, label in drawn.hubs.items():
+        lines.append(f'  {ident} [label="{_dot_text(label)}", shape=ellipse, fillcolor="#fff7d6", '
+                     'color="#8a6d00", penwidth=2];')
+    for source, target, label, status in drawn.edges:
         colour = _COLOURS[status][1]
         style = "dashed" if status == "off" else "solid"
         lines.append(f'  {source} -> {target} [label="{_dot_text(label)}", color="{colour}", '

@@ -226,4 +226,4 @@ def test_the_fetch_step_knows_every_release_the_tests_read() -> None:
     parametrized = set(re.findall(r'parametrize\("version", \[([^\]]*)\]', sources))
     versions = literal | {v for group in parametrized for v in re.findall(r'"(0\.\d+\.\d+)"', group)}
     assert versions <= set(WHEELS), versions - set(WHEELS)
-    assert set(re.findall(r'vllm_sdist_tree\("([0-9.]+)"\)', sources)) <= set(SDISTS)
+    assert set(re.findall(r'vllm_sdist_(?:tree|file)\("([0-9.]+)"', sources)) <= set(SDISTS)

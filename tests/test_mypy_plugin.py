@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import functools
+import hashlib
 import importlib.metadata
 import json
 import os
@@ -27,12 +28,14 @@ import pytest
 from kvlint.config import Config
 from kvlint.engine import analyse_source
 from tests.conftest import ROOT
+from tests.vllm_sdist import vllm_sdist_file
 from tests.vllm_sources import CACHE, vllm_tree
 
 # 1.20.2: what vLLM pins. 2.4.1: the newest on PyPI when last checked (`pip index versions mypy`);
 # bump it together with kvlint.mypy_plugin.TESTED_MYPY.
 MYPY_VERSIONS = tuple(os.environ.get("KVLINT_TEST_MYPY_VERSIONS", "1.20.2 2.4.1").split())
 VENVS = CACHE / "mypy-venvs"
+PYDANTIC = "2.13.5"  # what vLLM's pre-commit installs beside mypy (checked against its sdist in the vLLM test)
 CASES = Path(__file__).resolve().parent / "mypy_cases"
 EXPECTED = CASES / "expected"
 RUN_MYPY = "import json, sys\n{prelude}\nfrom mypy import api\nprint(json.dumps(api.run(sys.argv[1:])))"
@@ -76,15 +79,21 @@ def _runtime_requirements() -> list[str]:
     return pinned
 
 
+def venv_dir(version: str) -> Path:
+    """One venv per mypy version and checkout: two checkouts sharing the cache never swap each other's install."""
+    return VENVS / f"{version}-{hashlib.sha256(str(ROOT).encode()).hexdigest()[:8]}"
+
+
 def mypy_venv(version: str) -> Path:
-    """Return the Python of a venv with mypy==version, kvlint's dependencies and this checkout (editable)."""
-    venv = VENVS / version
+    """Return the Python of a venv with mypy==version, pydantic (for `pydantic.mypy`), kvlint's dependencies
+    and this checkout (editable)."""
+    venv = venv_dir(version)
     python = venv / "bin" / "python"
     stamp = venv / ".kvlint-venv"
-    requirements = [f"mypy=={version}", *_runtime_requirements()]
+    requirements = [f"mypy=={version}", f"pydantic=={PYDANTIC}", *_runtime_requirements()]
     wanted = f"{' '.join(requirements)} kvlint={ROOT}\n"
     VENVS.mkdir(parents=True, exist_ok=True)
-    with open(VENVS / f".{version}.lock", "w") as lock:
+    with open(VENVS / f".{venv.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another test session may be building the same venv
         if stamp.is_file() and stamp.read_text() == wanted and python.exists():
             return python
@@ -178,22 +187,25 @@ def test_cases_in_each_config_style(mypy: Mypy, tmp_path: Path, style: str) -> N
 
 
 def _marked(tree: Path) -> Iterator[tuple[str, int, str]]:
+    """The `# expect:` markers: one entry per comma-separated item."""
     for path in sorted((tree / "cases").glob("*.py")):
         for number, line in enumerate(path.read_text().splitlines(), start=1):
             if match := re.search(r"# expect: (.+)$", line):
-                yield f"cases/{path.name}", number, match.group(1)
+                for what in match.group(1).split(", "):
+                    yield f"cases/{path.name}", number, what
 
 
 def _reported(stdout: str) -> set[tuple[str, int, str]]:
-    """Read mypy's output back as (path, line, what) in the vocabulary of the `# expect:` markers."""
+    """Read mypy's output back as (path, line, what) in the vocabulary of the `# expect:` markers:
+    the kvlint code for `[kvc]`, mypy's error code for its own errors."""
     found = set()
     for line in stdout.splitlines():
         if match := re.match(r"(\S+?):(\d+):\d+: (?:error|note): (.*)$", line):
             path, number, text = match.group(1), int(match.group(2)), match.group(3)
             if text.endswith("[kvc]"):
                 what = text.split()[0]
-            elif text.endswith("[union-attr]"):
-                what = "union-attr"
+            elif code := re.search(r"  \[([a-z-]+)\]$", text):
+                what = code.group(1)
             elif text.startswith("Revealed type is"):
                 what = "optional" if text.endswith('| None"') else "narrowed"
             else:
@@ -208,11 +220,34 @@ def test_expected_output_agrees_with_the_markers() -> None:
     assert _reported(expected("default.txt")) == marked
 
 
+NONE_ERRORS = {"union-attr", "arg-type", "operator", "index"}  # how mypy reports a None where it types one
+
+
+def test_each_dereference_finding_is_said_once_by_kvlint_or_by_mypy() -> None:
+    """Every KVC001/KVC005 of the engine in the cases: `[kvc]` where mypy gives no None error of its own on that
+    line, never beside one (nor beside one the line ignores); `kvlint-only` marks the documented limit."""
+    reported = _reported(expected("default.txt"))
+    seen = []
+    for path in sorted((CASES / "cases").glob("*.py")):
+        relative, lines = f"cases/{path.name}", path.read_text().splitlines()
+        for finding in analyse_source(path.read_bytes(), relative, Config()).findings:
+            if finding.code not in ("KVC001", "KVC005"):
+                continue
+            said = {what for where, line, what in reported if (where, line) == (relative, finding.line)}
+            source = lines[finding.line - 1]
+            by_mypy = bool(said & NONE_ERRORS) or "# type: ignore[union-attr]" in source
+            assert (finding.code in said) == (not by_mypy and "kvlint-only" not in source), (relative, finding)
+            seen.append((finding.code, finding.code in said))
+    both_ways = {(code, ours) for code in ("KVC001", "KVC005") for ours in (True, False)}
+    assert set(seen) == both_ways  # the cases show each code said by kvlint and left to mypy
+
+
 def test_kvlint_only_findings_are_what_the_limits_say(mypy: Mypy, tmp_path: Path) -> None:
-    """KVC002 where no hook fires: `kvlint check` reports it; mypy does not, unless it checks the body."""
+    """KVC002 where no hook fires, KVC001 after the module's last hook: `kvlint check` reports them; mypy does
+    not (the KVC002 of an unannotated body: unless mypy checks the body)."""
     kvlint_only = {(path, line, what.split()[1]) for path, line, what in _marked(CASES)
                    if what.startswith("kvlint-only")}
-    assert len(kvlint_only) == 3
+    assert len(kvlint_only) == 4
     for path in {path for path, _, _ in kvlint_only}:
         report = analyse_source((CASES / path).read_bytes(), path, Config())
         assert {(path, finding.line, finding.code) for finding in report.findings} == {
@@ -227,9 +262,12 @@ def test_kvlint_only_findings_are_what_the_limits_say(mypy: Mypy, tmp_path: Path
 def test_disable_error_code_kvc(mypy: Mypy, tmp_path: Path) -> None:
     """`disable_error_code = kvc` silences the plugin's errors; the narrowing stays."""
     run = check_cases(mypy, case_tree(tmp_path, "mypy.ini", mypy_extra="disable_error_code = kvc\n"), "mypy.ini")
-    lines = [line for line in expected("default.txt").splitlines() if not line.endswith("[kvc]")]
-    lines[-1] = "Found 2 errors in 1 file (checked 5 source files)"
-    assert (run.stdout, run.status) == ("\n".join(lines) + "\n", 1)
+    lines = [line for line in expected("default.txt").splitlines()[:-1] if not line.endswith("[kvc]")]
+    errors = [line for line in lines if ": error: " in line]
+    files = len({line.split(":")[0] for line in errors})
+    checked = len(list((CASES / "cases").glob("*.py")))
+    summary = f"Found {len(errors)} errors in {files} file{'s' if files > 1 else ''} (checked {checked} source files)"
+    assert (run.stdout, run.status) == ("\n".join([*lines, summary]) + "\n", 1)
 
 
 @pytest.mark.parametrize("worker", ["0", "1"])
@@ -327,7 +365,9 @@ def test_a_bad_kvlint_configuration_is_reported(mypy: Mypy, tmp_path: Path) -> N
                  "(known keys: ")
     reported = [line for line in run.stdout.splitlines() if "[kvc]" in line]
     assert {line.split(":")[0] for line in reported} == {  # each checked module in which a hook fires
-        "cases/invariants.py", "cases/narrowing.py", "vllm/v1/outputs.py",
+        "cases/dereferences.py", "cases/encoder_cache.py", "cases/invariants.py", "cases/late_dereference.py",
+        "cases/narrowing.py",
+        "vllm/v1/outputs.py",
         "vllm/v1/worker/kv_connector_model_runner_mixin.py",
     }
     assert all(line.split(": error: ")[1].startswith(complaint) and ":1:1: error:" in line for line in reported)
@@ -414,6 +454,80 @@ def test_real_vllm_0_10_1(mypy: Mypy, tmp_path: Path) -> None:
     errors = len([line for line in reported if ": error: " in line])
     files = len({line.split(":")[0] for line in reported if ": error: " in line})
     assert with_plugin.stdout.splitlines()[-1] == f"Found {errors} errors in {files} files (checked 4 source files)"
+
+
+# -- vLLM's own wiring: its [tool.mypy] and pre-commit pins, kvlint's plugin beside pydantic's ----------------------
+
+AGGREGATOR = "vllm/distributed/kv_transfer/kv_connector/utils.py"
+SEED_GUARD = "            if not output:\n                continue\n"  # KVOutputAggregator.aggregate, vLLM 0.10.1
+
+
+def vllm_mypy_wiring() -> tuple[str, str, str]:
+    """vLLM's `[tool.mypy]` with kvlint's plugin added after `pydantic.mypy` (the text of its sdist's pyproject,
+    one line changed), and the mypy and Python versions its pre-commit hook runs mypy with."""
+    pyproject = vllm_sdist_file("0.33.0", "pyproject.toml")
+    pre_commit = vllm_sdist_file("0.33.0", ".pre-commit-config.yaml")
+    lines = pyproject.splitlines(keepends=True)
+    start = lines.index("[tool.mypy]\n")
+    end = next(n for n in range(start + 1, len(lines))
+               if lines[n].startswith("[") and not lines[n].startswith(("[tool.mypy.", "[[tool.mypy.")))
+    section = "".join(lines[start:end]).replace(
+        "plugins = ['pydantic.mypy']", "plugins = ['pydantic.mypy', 'kvlint.mypy_plugin']")
+    ours, theirs = tomllib.loads(section)["tool"]["mypy"], tomllib.loads(pyproject)["tool"]["mypy"]
+    assert ours == {**theirs, "plugins": ["pydantic.mypy", "kvlint.mypy_plugin"]}  # only the plugin line changed
+    wanted = {"check_untyped_defs": True, "follow_imports": "silent", "ignore_missing_imports": True}
+    assert wanted.items() <= ours.items()
+    pins = dict(re.findall(r'"(mypy|pydantic)==([0-9.]+)"', pre_commit))
+    assert pins == {"mypy": MYPY_VERSIONS[0], "pydantic": PYDANTIC}, "the test venvs install what vLLM pins"
+    python = re.search(r'entry: python tools/pre_commit/mypy\.py "([0-9.]+)"', pre_commit)
+    assert python is not None
+    return section, pins["mypy"], python.group(1)
+
+
+def _without_line_numbers(output: str) -> list[str]:
+    return sorted(re.sub(r"^(\S+?):\d+:\d+:", r"\1:", line) for line in output.splitlines()[:-1])
+
+
+@pytest.mark.vllm
+def test_vllm_wiring_reports_the_seed_bug(tmp_path: Path) -> None:
+    """vLLM 0.10.1's aggregator checked the way vLLM runs mypy (its sdist's `[tool.mypy]`: `pydantic.mypy`,
+    `check_untyped_defs`, `follow_imports = "silent"`, `ignore_missing_imports`; its pinned mypy and pydantic;
+    `--python-version` from its hook) with kvlint's plugin beside pydantic's. mypy's own errors are the same
+    with and without the seed bug; the plugin adds KVC001 at its two dereferences, and nothing on the release."""
+    section, version, python_version = vllm_mypy_wiring()
+    mypy = mypy_for(version)
+    shutil.copytree(vllm_tree("0.10.1") / "vllm", tmp_path / "vllm")
+    (tmp_path / ".git").mkdir()  # the root of the checkout, for mypy and kvlint alike
+    (tmp_path / "pyproject.toml").write_text(section)
+    aggregator = tmp_path / AGGREGATOR
+    released = aggregator.read_text()
+
+    def check(cache: str) -> MypyRun:  # what vLLM's hook runs for a commit that changes the aggregator
+        run = mypy.run(tmp_path, "--python-version", python_version, "--show-column-numbers",
+                       "--cache-dir", str(tmp_path / cache), AGGREGATOR)
+        assert run.stderr == "" and run.status in (0, 1), run
+        return run
+
+    before = check("cache-released")
+    assert released.count(SEED_GUARD) == 1
+    aggregator.write_text(released.replace(SEED_GUARD, ""))
+    after = check("cache-seed")
+
+    assert [line for line in before.stdout.splitlines() if "[kvc]" in line] == []
+    mypy_alone = [line for line in _without_line_numbers(before.stdout) if "[kvc]" not in line]
+    assert [line for line in _without_line_numbers(after.stdout) if "[kvc]" not in line] == mypy_alone
+    seeded = aggregator.read_text().splitlines()
+    expected = []
+    for field in ("finished_sending", "finished_recving"):
+        line = _line_of(aggregator, f"update_finished_set(output.{field},", "def aggregate")
+        column = seeded[line - 1].index(f"output.{field}") + 1
+        # mypy's own error at this expression is about the re-bound loop variable, not about None
+        assert f'{AGGREGATOR}:{line}:{column}: error: "ModelRunnerOutput" has no attribute "{field}"  ' \
+               "[attr-defined]" in after.stdout.splitlines()
+        expected.append(f"{AGGREGATOR}:{line}:{column}: error: KVC001 `output` may be None (from "
+                        f"`output.kv_connector_output`); check it before the attribute access `.{field}`  [kvc]")
+    assert [line for line in after.stdout.splitlines() if "[kvc]" in line] == expected
+    assert after.status == 1
 
 
 # -- fuzzing: the plugin survives generated vLLM-shaped programs ---------------------------------------------

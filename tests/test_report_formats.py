@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -159,20 +160,119 @@ def test_sarif_of_a_clean_tree_and_of_odd_paths(tmp_path: Path) -> None:
 def test_mermaid_graph_is_well_formed() -> None:
     text = run_kvlint("audit", FIXTURE_TREE, "--format", "mermaid").stdout
     assert text.startswith("flowchart LR\n")
-    defined = set(re.findall(r"^\s+([pc]\d+|hub)[\[(]", text, re.M))
+    defined = set(re.findall(r"^\s+([pc]\d+|h\d+)[\[(]", text, re.M))
     edges = re.findall(r"^\s+(\w+) -- \"[^\"]*\" --> (\w+)$", text, re.M)
     assert edges and {node for edge in edges for node in edge} <= defined
     link_styles = re.findall(r"^\s+linkStyle (\d+) ", text, re.M)
     assert [int(i) for i in link_styles] == list(range(len(edges)))
     assert all('"' not in label for label in re.findall(r'-- "([^"]*)" -->', text))
+    assert len(re.findall(r"^\s+subgraph ", text, re.M)) == len(re.findall(r"^\s+end$", text, re.M))
 
 
 def test_graph_shows_the_invariant_breakers_in_red() -> None:
-    text = run_kvlint("audit", FIXTURE_TREE, "--format", "mermaid").stdout
-    node = re.search(r'(p\d+)\["KVConnectorModelRunnerMixin.kv_connector_no_forward<br/>', text)
-    assert node, "the mixin's kv_connector_no_forward is a producer"
-    assert re.search(rf"^\s+{node.group(1)}\[.*\]:::bad$", text, re.M)
-    assert re.search(rf'{node.group(1)} -- "returns the sentinel on a connector path" --> hub', text)
+    graph = _mermaid_structure(run_kvlint("audit", FIXTURE_TREE, "--format", "mermaid").stdout)
+    where = (PRODUCERS, "connector_mixin.py", "class KVConnectorModelRunnerMixin")
+    assert graph.nodes[(where, "kv_connector_no_forward")] == "bad"
+    assert ((where, "kv_connector_no_forward"), "returns the sentinel on a connector path", HUB) in graph.edges
+
+
+PRODUCERS, CONSUMERS = "producers: build or return an output", "consumers: read a connector output"
+HUB = ((), "ModelRunnerOutput.kv_connector_output")
+GRAPH_TREE = {
+    "pkg/worker.py": (
+        "from vllm.distributed.kv_transfer import has_kv_transfer_group\n"
+        "from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT, ModelRunnerOutput\n\n\n"
+        "class Worker:\n"
+        "    def execute_model(self) -> ModelRunnerOutput:\n"
+        "        if has_kv_transfer_group():\n"
+        "            return EMPTY_MODEL_RUNNER_OUTPUT\n"
+        "        return ModelRunnerOutput(req_ids=[])\n\n\n"
+        "def idle() -> ModelRunnerOutput:\n"
+        "    return EMPTY_MODEL_RUNNER_OUTPUT\n"
+    ),
+    "pkg/scheduler.py": (
+        "class Scheduler:\n"
+        "    def update_from_output(self, output):\n"
+        "        kvo = output.kv_connector_output\n"
+        "        if kvo is not None:\n"
+        "            print(kvo.finished_sending)\n\n\n"
+        "def merge(outputs):\n"
+        "    for out in outputs:\n"
+        "        print(out.kv_connector_output.finished_recving)\n"
+    ),
+}
+
+
+@dataclass
+class _Structure:
+    """A drawn graph read back: each node as (enclosing cluster labels, node label)."""
+
+    nodes: dict[tuple[tuple[str, ...], str], str] = field(default_factory=dict)  # -> status
+    edges: set[tuple[tuple[tuple[str, ...], str], str, tuple[tuple[str, ...], str]]] = field(default_factory=set)
+
+
+def _mermaid_structure(text: str) -> _Structure:
+    graph, clusters, named = _Structure(), [], {}
+    for line in text.splitlines():
+        if match := re.fullmatch(r'\s+subgraph \w+\["([^"]*)"\]', line):
+            clusters.append(match.group(1))
+        elif re.fullmatch(r"\s+end", line):
+            clusters.pop()
+        elif match := re.fullmatch(r'\s+(\w+)\["([^"]*)"\]:::(\w+)', line):
+            named[match.group(1)] = (tuple(clusters), match.group(2))
+            graph.nodes[named[match.group(1)]] = match.group(3)
+        elif match := re.fullmatch(r'\s+(\w+)\(\["([^"]*)"\]\):::hubnode', line):
+            named[match.group(1)] = ((), match.group(2))
+        elif match := re.fullmatch(r'\s+(\w+) -- "([^"]*)" --> (\w+)', line):
+            graph.edges.add((named[match.group(1)], match.group(2), named[match.group(3)]))
+    assert clusters == []
+    return graph
+
+
+_DOT_STATUS = {'fillcolor="#fde2e1"': "bad", 'fillcolor="#e3f4e1"': "ok", 'fillcolor="#e3ecfa"': "copy",
+               'fillcolor="#f1f1f1"': "off"}
+
+
+def _dot_structure(text: str) -> _Structure:
+    graph, clusters, named = _Structure(), [], {}
+    lines = text.splitlines()
+    for number, line in enumerate(lines):
+        if re.fullmatch(r"\s+subgraph cluster_\w+ \{", line):
+            clusters.append(re.search(r'label="([^"]*)"', lines[number + 1]).group(1))
+        elif re.fullmatch(r"\s+\}", line):
+            clusters.pop()
+        elif match := re.fullmatch(r'\s+(\w+) \[label="([^"]*)", (fillcolor="#\w+")', line.split(", color=")[0]):
+            named[match.group(1)] = (tuple(clusters), match.group(2))
+            graph.nodes[named[match.group(1)]] = _DOT_STATUS[match.group(3)]
+        elif match := re.match(r'\s+(h\d+) \[label="([^"]*)", shape=ellipse', line):
+            named[match.group(1)] = ((), match.group(2))
+        elif match := re.match(r'\s+(\w+) -> (\w+) \[label="([^"]*)"', line):
+            graph.edges.add((named[match.group(1)], match.group(3), named[match.group(2)]))
+    assert clusters == []
+    return graph
+
+
+def test_graph_groups_producers_and_consumers_by_module_and_class(tmp_path: Path) -> None:
+    """Functions sit in a cluster per side, module and class; each producer feeds each consumer through the
+    field: producer -> field -> consumer, and no other edge. Mermaid and Graphviz draw the same graph."""
+    for name, text in GRAPH_TREE.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    drawn = {output_format: run_kvlint("audit", "pkg", "--format", output_format, cwd=tmp_path).stdout
+             for output_format in ("mermaid", "dot")}
+    idle = ((PRODUCERS, "worker.py"), "idle")
+    execute = ((PRODUCERS, "worker.py", "class Worker"), "execute_model")
+    merge = ((CONSUMERS, "scheduler.py"), "merge")
+    update = ((CONSUMERS, "scheduler.py", "class Scheduler"), "update_from_output")
+    for graph in (_mermaid_structure(drawn["mermaid"]), _dot_structure(drawn["dot"])):
+        assert graph.nodes == {idle: "off", execute: "bad", merge: "bad", update: "ok"}
+        assert graph.edges == {
+            (idle, "returns the sentinel, off path", HUB),
+            (execute, "returns the sentinel on a connector path", HUB),
+            (execute, "built without it, off path", HUB),
+            (HUB, "unguarded dereference", merge),
+            (HUB, "guarded dereference", update),
+        }
 
 
 @pytest.mark.skipif(  # under CI (`.ci/run` installs graphviz) a missing `dot` fails instead
@@ -272,3 +372,27 @@ def test_markdown_locations_link_with_a_base_url(tmp_path: Path) -> None:
     from_environment = run_kvlint("audit", "--format", "markdown", cwd=tmp_path, env=actions).stdout
     assert "[`worker.py:71:13`](https://github.com/me/plugin/blob/0123abc/worker.py#L71)" in from_environment
     _assert_rectangular(from_environment)
+
+
+def test_each_invariant_has_its_own_hub_and_a_function_one_node(tmp_path: Path) -> None:
+    """With an encoder-cache reader in the tree, the EC field is a hub of its own: the producers' outputs reach
+    both fields (one node per function, an edge to each hub), the EC reader hangs off the EC hub alone."""
+    tree = {**GRAPH_TREE, "pkg/encoder.py": (
+        "def drain(outputs):\n"
+        "    for out in outputs:\n"
+        "        print(out.ec_connector_output.finished_sending)\n"
+    )}
+    for name, text in tree.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    graph = _mermaid_structure(run_kvlint("audit", "pkg", "--format", "mermaid", cwd=tmp_path).stdout)
+    ec_hub = ((), "ModelRunnerOutput.ec_connector_output")
+    execute = ((PRODUCERS, "worker.py", "class Worker"), "execute_model")
+    drain = ((CONSUMERS, "encoder.py"), "drain")
+    assert list(graph.nodes).count(execute) == 1 and graph.nodes[drain] == "bad"
+    assert (ec_hub, "unguarded dereference", drain) in graph.edges
+    assert (HUB, "unguarded dereference", drain) not in graph.edges
+    assert {(execute, "built without it, off path", hub) for hub in (HUB, ec_hub)} <= graph.edges
+    # on the KV path only: the sentinel returned under `has_kv_transfer_group()` breaks the KV invariant alone
+    assert (execute, "returns the sentinel on a connector path", HUB) in graph.edges
+    assert (execute, "returns the sentinel, off path", ec_hub) in graph.edges

@@ -87,12 +87,8 @@ def _wanted(name: str, version: str) -> str | None:
     return "/".join(parts[1:])
 
 
-def vllm_sdist_tree(version: str) -> Path:
-    """Return a directory holding the `.py` files of DIRECTORIES of vLLM VERSION's sdist (downloaded once)."""
-    destination = CACHE / "src" / f"vllm-{version}-sdist"
-    complete = destination / ".complete"
-    if complete.is_file() and (destination / "pyproject.toml").is_file():
-        return destination
+def _archive(version: str) -> Path:
+    """Return vLLM VERSION's sdist archive, downloaded once into the cache."""
     archives = CACHE / "sdists" / version
     archive = archives / f"vllm-{version}.tar.gz"
     if not archive.is_file():
@@ -102,6 +98,25 @@ def vllm_sdist_tree(version: str) -> Path:
             _download(url, sha256, archive)
         except (OSError, LookupError, ValueError) as exc:
             _unavailable(f"cannot fetch vLLM {version}'s sdist: {exc}")
+    return archive
+
+
+def vllm_sdist_file(version: str, name: str) -> str:
+    """Return the text of one file at the root of vLLM VERSION's sdist (`pyproject.toml`,
+    `.pre-commit-config.yaml`: how vLLM wires its own checks)."""
+    with tarfile.open(_archive(version), "r:gz") as tar:
+        member = tar.extractfile(f"vllm-{version}/{name}")
+        assert member is not None, name
+        return member.read().decode("utf-8")
+
+
+def vllm_sdist_tree(version: str) -> Path:
+    """Return a directory holding the `.py` files of DIRECTORIES of vLLM VERSION's sdist (downloaded once)."""
+    destination = CACHE / "src" / f"vllm-{version}-sdist"
+    complete = destination / ".complete"
+    if complete.is_file() and (destination / "pyproject.toml").is_file():
+        return destination
+    archive = _archive(version)
     with tarfile.open(archive, "r:gz") as tar:
         for member in tar:
             relative = _wanted(member.name, version)

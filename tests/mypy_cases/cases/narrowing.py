@@ -1,7 +1,10 @@
 """Where `kv_connector_output` is narrowed to `KVConnectorOutput`, and where it keeps `| None`.
 
 `# expect:` on a line says what mypy reports there with the plugin: `narrowed` and
-`optional` are the revealed types, `union-attr` is mypy's own error.
+`optional` are the revealed types, `union-attr` is mypy's own error. Where the read is
+narrowed, mypy gives no error at a dereference of it, and the plugin reports kvlint's
+KVC001 there (as `kvlint check` does: the field is read without a None check); where it
+is not, mypy's `union-attr` says it and the plugin stays silent.
 """
 
 from typing import reveal_type
@@ -15,13 +18,13 @@ class Runner(KVConnectorModelRunnerMixin):
     def inside_connector_context(self, out: ModelRunnerOutput, sched: object) -> None:
         with self._get_kv_connector_output(sched):
             reveal_type(out.kv_connector_output)  # expect: narrowed
-            out.kv_connector_output.finished_sending
+            out.kv_connector_output.finished_sending  # expect: KVC001
 
 
 def inside_guard(out: ModelRunnerOutput) -> None:
     if has_kv_transfer_group():
         reveal_type(out.kv_connector_output)  # expect: narrowed
-        out.kv_connector_output.finished_sending
+        out.kv_connector_output.finished_sending  # expect: KVC001
     else:
         reveal_type(out.kv_connector_output)  # expect: optional
         out.kv_connector_output.finished_sending  # expect: union-attr
@@ -32,12 +35,12 @@ def after_early_exit(out: ModelRunnerOutput) -> None:
         reveal_type(out.kv_connector_output)  # expect: optional
         return
     reveal_type(out.kv_connector_output)  # expect: narrowed
-    out.kv_connector_output.finished_recving
+    out.kv_connector_output.finished_recving  # expect: KVC001
 
 
 def marked(out: ModelRunnerOutput) -> None:  # kvlint: connector-path
     reveal_type(out.kv_connector_output)  # expect: narrowed
-    out.kv_connector_output.finished_sending
+    out.kv_connector_output.finished_sending  # expect: KVC001
 
 
 def intermediate_tensors(tensors: IntermediateTensors) -> None:
