@@ -45,13 +45,16 @@ def test_default_policy_gives_no_finding(tree: Path) -> None:
 
 def test_without_the_policy_only_consumer_findings_in_tests(tree: Path, tmp_path: Path) -> None:
     """Only dereferences of the aggregator's result, whose `kv_connector_output` ModelRunnerOutput declares
-    Optional: none on the test's own `DummyModelRunnerOutput`, which declares the field non-Optional."""
+    Optional, and of its payload's Optional fields: none on the test's own `DummyModelRunnerOutput`, which
+    declares the field non-Optional."""
     config_file = tmp_path / "pyproject.toml"
     config_file.write_text("[tool.kvlint]\ntest-ignore = []\n")
     findings = _check(tree, "--config", str(config_file))
     aggregator_test = "tests/v1/kv_connector/unit/test_output_aggregator.py"
     assert {str(f["path"]) for f in findings} == {aggregator_test, "tests/v1/kv_connector/unit/test_nixl_connector.py"}
-    assert all("aggregated" in str(f["message"]) for f in findings), findings
+    # KVC001 on `aggregated.kv_connector_output` (as `kv`), KVC005 on a `| None` payload field of that `kv`
+    assert all("aggregated" in str(f["message"]) or str(f["message"]).startswith("`kv.") for f in findings), findings
+    assert {f["code"] for f in findings if str(f["message"]).startswith("`kv.")} <= {"KVC005"}
     assert not any("DummyModelRunnerOutput" in str(f["message"]) or "output1" in str(f["message"]) for f in findings)
     defaults = Config(root=tree)
     for finding in findings:
