@@ -76,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show the effect of this --extend-exclude")
     explain = commands.add_parser("explain", help="print a rule's documentation")
     explain.add_argument("code", metavar="CODE")
+    cache = commands.add_parser("cache", help="manage the result cache: `kvlint cache clean` removes it")
+    cache.add_argument("action", choices=("clean",), help="clean: remove every entry kvlint keeps there")
+    cache.add_argument("--cache-dir", type=_directory, metavar="DIR", help="the cache (default: $KVLINT_CACHE_DIR)")
     return parser
 
 
@@ -95,6 +98,12 @@ def _patterns(value: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError("no pattern given")
     return tuple(os.path.normpath(os.path.join(os.getcwd(), p)) if "/" in p.rstrip("/") else p.rstrip("/")
                  for p in patterns)
+
+
+def _directory(value: str) -> Path:
+    if not value:
+        raise argparse.ArgumentTypeError("an empty path names no directory")
+    return Path(value)
 
 
 def _positive(value: str) -> int:
@@ -163,6 +172,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return _explain(args.code)
     if args.command == "config":
         return _show_config(args)
+    if args.command == "cache":
+        return _clean_cache(args)
     try:
         if args.command == "check":
             return _check(args)
@@ -249,6 +260,29 @@ def _cache_directory(args: argparse.Namespace) -> Path | None:
         return Path(args.cache_dir)
     from_environment = os.environ.get(CACHE_DIR_ENV, "")
     return Path(from_environment) if from_environment else None
+
+
+def _clean_cache(args: argparse.Namespace) -> int:
+    """`kvlint cache clean`: remove what kvlint keeps in the cache directory."""
+    from kvlint.cache import clean
+
+    directory = _cache_directory(args)
+    if directory is None:
+        sys.stderr.write(f"kvlint: no cache directory: give --cache-dir DIR or set {CACHE_DIR_ENV}\n")
+        return EXIT_USAGE
+    if not directory.is_dir():
+        sys.stderr.write(f"kvlint: {directory}: nothing to clean (no such directory)\n")
+        return EXIT_CLEAN
+    try:
+        removed = clean(directory)
+    except OSError as exc:
+        sys.stderr.write(f"kvlint: cannot clean the cache: {exc.strerror.lower() if exc.strerror else exc}\n")
+        return EXIT_USAGE
+    for path in removed:
+        sys.stderr.write(f"kvlint: removed {path}\n")
+    if not removed:
+        sys.stderr.write(f"kvlint: {directory}: no kvlint cache there\n")
+    return EXIT_CLEAN
 
 
 def _warn_about_cache(result: RunResult) -> None:
@@ -405,7 +439,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated glob patterns not to check, added to the configured exclude")
     parser.add_argument("--output", "-o", type=Path, metavar="FILE",
                         help="write the report to FILE (atomically) instead of stdout")
-    parser.add_argument("--cache-dir", type=Path, metavar="DIR",
+    parser.add_argument("--cache-dir", type=_directory, metavar="DIR",
                         help="reuse and store per-file results in DIR (default: $KVLINT_CACHE_DIR; none: nothing "
                         "is written)")
     group = parser.add_mutually_exclusive_group()

@@ -128,6 +128,9 @@ def run(
     result.findings = sorted(finding for report in reports for finding in report.findings)
     result.files_analysed = sum(report.analysed for report in reports)
     if cache is not None:
+        if cache.store.written:
+            cache.store.prune()
+        cache.store.close()
         result.cache_hits, result.cache_problem = cache.store.hits, cache.store.problem
     result.seconds = time.perf_counter() - started
     return result
