@@ -10,15 +10,17 @@ makes it new again.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from kvlint import __version__
-from kvlint.atomic import write_atomic
+from kvlint.atomic import write_output
 from kvlint.findings import Finding
 
 BASELINE_VERSION = 1
@@ -77,7 +79,7 @@ class Baseline:
     def load(cls, path: Path) -> Baseline:
         """Read a baseline file written by `write_baseline`."""
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            text = _read_regular_file(Path(path)).decode("utf-8")
         except OSError as exc:
             raise BaselineError(f"{path}: cannot read baseline: {(exc.strerror or str(exc)).lower()}") from None
         except UnicodeDecodeError:
@@ -115,6 +117,18 @@ class Baseline:
         return sorted(new), known
 
 
+def _read_regular_file(path: Path) -> bytes:
+    """The bytes of `path`, which must be a regular file: a FIFO or a device would block or never end."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "Not a regular file")
+        with os.fdopen(os.dup(fd), "rb") as stream:
+            return stream.read()
+    finally:
+        os.close(fd)
+
+
 def baseline_text(findings: Iterable[Finding], base_directory: Path) -> str:
     """The baseline file's content: sorted, without dates, so it diffs cleanly under version control."""
     entries = [
@@ -139,6 +153,7 @@ def baseline_text(findings: Iterable[Finding], base_directory: Path) -> str:
 
 
 def write_baseline(path: Path, findings: Sequence[Finding]) -> int:
-    """Record `findings` in `path` atomically; return how many were written."""
-    write_atomic(path, baseline_text(findings, Path(path).parent))
+    """Record `findings` in `path` (a regular file atomically, or through to a device or stream); return how
+    many were written."""
+    write_output(path, baseline_text(findings, Path(path).parent))
     return len(findings)

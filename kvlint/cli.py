@@ -478,14 +478,14 @@ def _new_findings(args: argparse.Namespace, baseline, findings):  # type: ignore
 
 
 def _emit(output: Path | None, text: str) -> None:
-    """Print `text`, or write it atomically to `output`."""
-    from kvlint.atomic import write_atomic
+    """Print `text`, or write it to `output` (`kvlint.atomic.write_output`)."""
+    from kvlint.atomic import write_output
 
     if output is None or str(output) == "-":
         sys.stdout.write(text)
         return
     try:
-        write_atomic(output, text)
+        write_output(output, text)
     except OSError as exc:
         raise _UsageError(f"{output}: cannot write: {(exc.strerror or str(exc)).lower()}") from None
 
