@@ -286,6 +286,8 @@ def _clean_cache(args: argparse.Namespace) -> int:
 
 
 def _warn_about_cache(result: RunResult) -> None:
+    if result.pool_problem:
+        sys.stderr.write(f"kvlint: warning: {result.pool_problem}\n")
     if result.cache_problem:
         sys.stderr.write(f"kvlint: warning: results not cached: {result.cache_problem}\n")
 

@@ -517,6 +517,14 @@ def _forget_analysis_thread() -> None:
 os.register_at_fork(after_in_child=_forget_analysis_thread)
 
 
+def _shallow(work):  # type: ignore[no-untyped-def]
+    """Run `work` on this thread's ordinary stack: deep code is a RecursionError long before a crash."""
+    try:
+        return work()
+    except RecursionError:
+        raise SourceError("cannot parse: too deeply nested for kvlint to analyse") from None
+
+
 def _run_with_deep_stack(work):  # type: ignore[no-untyped-def]
     """Run `work` on this process's analysis thread, whose large stack turns deep code
     into a RecursionError (reported as KVC900) instead of a crash of the process."""
@@ -525,8 +533,11 @@ def _run_with_deep_stack(work):  # type: ignore[no-untyped-def]
         previous = threading.stack_size()
         threading.stack_size(ANALYSIS_STACK_BYTES)
         try:
-            _analysis_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvlint-analysis")
-            _analysis_executor.submit(lambda: None).result()  # start the thread while the stack size is set
+            executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvlint-analysis")
+            executor.submit(lambda: None).result()  # start the thread while the stack size is set
+            _analysis_executor = executor
+        except RuntimeError:  # no thread can start (a process limit): here, with the ordinary recursion limit
+            return _shallow(work)
         finally:
             threading.stack_size(previous)
 

@@ -43,17 +43,19 @@ def as_other_user(shell: str, cwd: Path | None = None) -> subprocess.CompletedPr
     return completed
 
 
-def kvlint_as_other_user(args: Sequence[str], cwd: Path, preexec=None,  # type: ignore[no-untyped-def]
+def kvlint_as_other_user(args: Sequence[str], cwd: Path, processes: int | None = None,
                          timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """`python -m kvlint ARGS` as the other user. The interpreter lives under root's 0700 home, so the process
+    """`python -m kvlint ARGS` as the other user, at most `processes` processes and threads of that user
+    (RLIMIT_NPROC, which root is exempt from). The interpreter lives under root's 0700 home, so the process
     keeps the two capabilities that read files (not those that lift process limits)."""
     caps = "+dac_override,+dac_read_search"
+    limit = [shutil.which("prlimit") or "prlimit", f"--nproc={processes}"] if processes is not None else []
     command = [_setpriv(), f"--reuid={OTHER_UID}", f"--regid={OTHER_GID}", "--clear-groups",
-               f"--inh-caps={caps}", f"--ambient-caps={caps}", sys.executable, "-m", "kvlint", *args]
+               f"--inh-caps={caps}", f"--ambient-caps={caps}", *limit, sys.executable, "-m", "kvlint", *args]
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
     environment.pop("KVLINT_CACHE_DIR", None)
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=environment,
-                          preexec_fn=preexec, stdin=subprocess.DEVNULL)
+                          stdin=subprocess.DEVNULL)
 
 
 @contextmanager
