@@ -22,6 +22,7 @@ from pathlib import Path
 from kvlint import __version__
 from kvlint.atomic import write_output
 from kvlint.findings import Finding
+from kvlint.safe_text import json_document
 
 BASELINE_VERSION = 1
 
@@ -149,7 +150,7 @@ def baseline_text(findings: Iterable[Finding], base_directory: Path) -> str:
         "counts": dict(sorted(by_code.items())),
         "findings": entries,
     }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return json_document(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
 
 
 def write_baseline(path: Path, findings: Sequence[Finding]) -> int:

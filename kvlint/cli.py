@@ -483,6 +483,7 @@ def _emit(output: Path | None, text: str) -> None:
     """Print `text`, or write it to `output` (`kvlint.atomic.write_output`)."""
     from kvlint.atomic import write_output
 
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")  # a name no format escaped: never a crash
     if output is None or str(output) == "-":
         sys.stdout.write(text)
         return
