@@ -248,10 +248,32 @@ def _overrides(args: argparse.Namespace, config: Config) -> Config:
 def _load_for_run(args: argparse.Namespace) -> Config | None:
     """The configuration of a `check` or `audit` run; None after reporting a usage error."""
     config = _load(args)
+    if config is not None and args.verbose:
+        _say_where_the_configuration_is(args, config)
     missing = [path for path in args.paths if not os.path.lexists(path)]
     for path in missing:
         sys.stderr.write(f"kvlint: {path}: no such file or directory\n")
     return None if config is None or missing else config
+
+
+def _say_where_the_configuration_is(args: argparse.Namespace, config: Config) -> None:
+    """--verbose: name the configuration file, saying so when it is in a parent directory, and where the
+    search stopped at a directory of another user."""
+    from kvlint.ownership import search_stop
+    from kvlint.paths import display_path
+    from kvlint.safe_text import printable
+
+    start = Path(args.paths[0]) if args.paths else Path.cwd()
+    directory = os.path.abspath(start if os.path.isdir(start) else os.path.dirname(os.path.abspath(start)))
+    if config.source is not None:
+        where = "" if str(config.source.parent) == directory else f" (in a parent directory of {start})"
+        sys.stderr.write(f"kvlint: configuration: {printable(display_path(config.source))}{where}\n")
+    elif args.config is None:
+        sys.stderr.write("kvlint: configuration: none found, kvlint's defaults\n")
+    stop = search_stop(start) if args.config is None else None
+    if stop is not None:
+        sys.stderr.write(f"kvlint: configuration search stopped at {printable(stop[0])}: owned by another user "
+                         f"(uid {stop[1]})\n")
 
 
 def _cache_directory(args: argparse.Namespace) -> Path | None:
