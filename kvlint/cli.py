@@ -116,7 +116,7 @@ def _positive(value: str) -> int:
     return number
 
 
-class _Terminated(Exception):
+class _Terminated(BaseException):
     """SIGTERM arrived: stop like Ctrl-C does (temporary files removed, no traceback)."""
 
 

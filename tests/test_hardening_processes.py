@@ -43,7 +43,7 @@ def test_sigterm_to_the_process_group_of_a_two_job_run_of_real_vllm_never_hangs(
             [sys.executable, "-m", "kvlint", "check", "--jobs", "2", "--exit-zero", "."], cwd=tree, env=environment,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
         )
-        time.sleep(chance.uniform(0.2, 1.2))  # from start-up to the analysis: every stage gets hit
+        time.sleep(chance.uniform(0.05, 0.6))  # from start-up to the analysis (a run takes about 0.9 s)
         os.killpg(process.pid, signal.SIGTERM)
         try:
             _, stderr = process.communicate(timeout=30)
@@ -53,6 +53,8 @@ def test_sigterm_to_the_process_group_of_a_two_job_run_of_real_vllm_never_hangs(
         assert "Traceback" not in stderr, stderr
         if process.returncode == 0:  # finished before the signal: nothing to stop
             assert stderr == ""
+        elif process.returncode == -signal.SIGTERM:  # during Python's start-up, before kvlint's handler:
+            assert stderr == ""  # the default action, which a shell also sees as 143
         else:
             assert (process.returncode, stderr) == (143, "kvlint: terminated\n"), f"attempt {attempt}"
         deadline = time.monotonic() + 5
@@ -60,7 +62,7 @@ def test_sigterm_to_the_process_group_of_a_two_job_run_of_real_vllm_never_hangs(
             time.sleep(0.05)
         assert not _group_alive(process.pid), f"attempt {attempt}: a worker outlived the run"
         outcomes.append(process.returncode)
-    assert outcomes.count(143) >= 15, outcomes  # the signal came during the run nearly every time
+    assert outcomes.count(143) >= 10, outcomes  # the signal came during kvlint's run most times
 
 
 def test_a_worker_dies_with_its_parent(tmp_path: Path) -> None:
