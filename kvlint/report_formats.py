@@ -529,7 +529,8 @@ def _status_of_edge(label: str) -> str:
 def _mermaid_text(text: str) -> str:
     """Mermaid's entity codes for what would end a label, and no backtick or line break (a markdown
     report holds the graph in a ``` fence)."""
-    return (printable(text).replace("&", "#38;").replace("`", "#96;").replace('"', "#quot;").replace("<", "#60;").replace(">", "#62;"))
+    text = printable(text).replace("&", "#38;").replace("`", "#96;")
+    return text.replace('"', "#quot;").replace("<", "#60;").replace(">", "#62;")
 
 
 def audit_mermaid(report: AuditReport) -> str:

@@ -174,8 +174,9 @@ def test_an_empty_cache_directory_name_is_a_usage_error(tmp_path: Path) -> None:
     assert sorted(p.name for p in tree.iterdir()) == before
 
 
-def test_the_cache_is_pruned_to_its_size_bound_least_recently_used_first(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cache_is_pruned_to_its_size_bound_least_recently_used_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     tree = _tree(tmp_path)
     monkeypatch.chdir(tree)
     cache = tmp_path / "cache"
