@@ -77,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show the effect of this --extend-exclude")
     explain = commands.add_parser("explain", help="print a rule's documentation")
     explain.add_argument("code", metavar="CODE")
+    cache = commands.add_parser("cache", help="manage the result cache: `kvlint cache clean` removes it")
+    cache.add_argument("action", choices=("clean",), help="clean: remove every entry kvlint keeps there")
+    cache.add_argument("--cache-dir", type=_directory, metavar="DIR", help="the cache (default: $KVLINT_CACHE_DIR)")
     return parser
 
 
@@ -98,6 +101,12 @@ def _patterns(value: str) -> tuple[str, ...]:
                  for p in patterns)
 
 
+def _directory(value: str) -> Path:
+    if not value:
+        raise argparse.ArgumentTypeError("an empty path names no directory")
+    return Path(value)
+
+
 def _positive(value: str) -> int:
     try:
         number = int(value)
@@ -108,7 +117,7 @@ def _positive(value: str) -> int:
     return number
 
 
-class _Terminated(Exception):
+class _Terminated(BaseException):
     """SIGTERM arrived: stop like Ctrl-C does (temporary files removed, no traceback)."""
 
 
@@ -164,6 +173,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return _explain(args.code)
     if args.command == "config":
         return _show_config(args)
+    if args.command == "cache":
+        return _clean_cache(args)
     try:
         if args.command == "check":
             return _check(args)
@@ -250,10 +261,32 @@ def _overrides(args: argparse.Namespace, config: Config) -> Config:
 def _load_for_run(args: argparse.Namespace) -> Config | None:
     """The configuration of a `check` or `audit` run; None after reporting a usage error."""
     config = _load(args)
+    if config is not None and args.verbose:
+        _say_where_the_configuration_is(args, config)
     missing = [path for path in args.paths if not os.path.lexists(path)]
     for path in missing:
         sys.stderr.write(f"kvlint: {path}: no such file or directory\n")
     return None if config is None or missing else config
+
+
+def _say_where_the_configuration_is(args: argparse.Namespace, config: Config) -> None:
+    """--verbose: name the configuration file, saying so when it is in a parent directory, and where the
+    search stopped at a directory of another user."""
+    from kvlint.ownership import search_stop
+    from kvlint.paths import display_path
+    from kvlint.safe_text import printable
+
+    start = Path(args.paths[0]) if args.paths else Path.cwd()
+    directory = os.path.abspath(start if os.path.isdir(start) else os.path.dirname(os.path.abspath(start)))
+    if config.source is not None:
+        where = "" if str(config.source.parent) == directory else f" (in a parent directory of {start})"
+        sys.stderr.write(f"kvlint: configuration: {printable(display_path(config.source))}{where}\n")
+    elif args.config is None:
+        sys.stderr.write("kvlint: configuration: none found, kvlint's defaults\n")
+    stop = search_stop(start) if args.config is None else None
+    if stop is not None:
+        sys.stderr.write(f"kvlint: configuration search stopped at {printable(stop[0])}: owned by another user "
+                         f"(uid {stop[1]})\n")
 
 
 def _cache_directory(args: argparse.Namespace) -> Path | None:
@@ -264,7 +297,32 @@ def _cache_directory(args: argparse.Namespace) -> Path | None:
     return Path(from_environment) if from_environment else None
 
 
+def _clean_cache(args: argparse.Namespace) -> int:
+    """`kvlint cache clean`: remove what kvlint keeps in the cache directory."""
+    from kvlint.cache import clean
+
+    directory = _cache_directory(args)
+    if directory is None:
+        sys.stderr.write(f"kvlint: no cache directory: give --cache-dir DIR or set {CACHE_DIR_ENV}\n")
+        return EXIT_USAGE
+    if not directory.is_dir():
+        sys.stderr.write(f"kvlint: {directory}: nothing to clean (no such directory)\n")
+        return EXIT_CLEAN
+    try:
+        removed = clean(directory)
+    except OSError as exc:
+        sys.stderr.write(f"kvlint: cannot clean the cache: {exc.strerror.lower() if exc.strerror else exc}\n")
+        return EXIT_USAGE
+    for path in removed:
+        sys.stderr.write(f"kvlint: removed {path}\n")
+    if not removed:
+        sys.stderr.write(f"kvlint: {directory}: no kvlint cache there\n")
+    return EXIT_CLEAN
+
+
 def _warn_about_cache(result: RunResult) -> None:
+    if result.pool_problem:
+        sys.stderr.write(f"kvlint: warning: {result.pool_problem}\n")
     if result.cache_problem:
         sys.stderr.write(f"kvlint: warning: results not cached: {result.cache_problem}\n")
 
@@ -418,7 +476,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated glob patterns not to check, added to the configured exclude")
     parser.add_argument("--output", "-o", type=Path, metavar="FILE",
                         help="write the report to FILE (atomically) instead of stdout")
-    parser.add_argument("--cache-dir", type=Path, metavar="DIR",
+    parser.add_argument("--cache-dir", type=_directory, metavar="DIR",
                         help="reuse and store per-file results in DIR (default: $KVLINT_CACHE_DIR; none: nothing "
                         "is written)")
     group = parser.add_mutually_exclusive_group()
@@ -457,14 +515,15 @@ def _new_findings(args: argparse.Namespace, baseline, findings):  # type: ignore
 
 
 def _emit(output: Path | None, text: str) -> None:
-    """Print `text`, or write it atomically to `output`."""
-    from kvlint.atomic import write_atomic
+    """Print `text`, or write it to `output` (`kvlint.atomic.write_output`)."""
+    from kvlint.atomic import write_output
 
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")  # a name no format escaped: never a crash
     if output is None or str(output) == "-":
         sys.stdout.write(text)
         return
     try:
-        write_atomic(output, text)
+        write_output(output, text)
     except OSError as exc:
         raise _UsageError(f"{output}: cannot write: {(exc.strerror or str(exc)).lower()}") from None
 

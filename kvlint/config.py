@@ -558,13 +558,24 @@ def _section_in(path: Path) -> Mapping[str, object] | None:
 
 
 def find_config_file(start: Path) -> Path | None:
-    """Return the nearest pyproject.toml or setup.cfg above `start` with a kvlint section."""
+    """Return the nearest pyproject.toml or setup.cfg above `start` with a kvlint section.
+
+    The search stops at the repository root and at a directory or file owned by another user
+    (`kvlint.ownership`, like git's safe.directory).
+    """
+    from kvlint.ownership import foreign_owner, trusted_owners
+
     current = os.path.abspath(start)
     if not os.path.isdir(current):
         current = os.path.dirname(current)
+    trusted = trusted_owners(current)
     while True:
+        if foreign_owner(current, trusted) is not None:
+            return None
         for name in ("pyproject.toml", "setup.cfg"):
             candidate = Path(current, name)
+            if _is_regular_file(candidate) and foreign_owner(candidate, trusted) is not None:
+                return None
             if _is_regular_file(candidate) and _section_in(candidate) is not None:
                 return candidate
         if os.path.exists(os.path.join(current, ".git")):

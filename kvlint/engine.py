@@ -37,7 +37,7 @@ from kvlint.sites import Site, Span
 from kvlint.declarations import Declaration, module_declarations
 from kvlint.tree_index import TreeIndex
 
-MAX_FILE_BYTES = 5 * 2**20  # ten times vLLM's largest file; bounds time and memory per file
+MAX_FILE_BYTES = 8 * 2**20  # 16x vLLM's largest file; analysed in linear time (bench/large_file_bench.py)
 MAX_FALLBACK_BRACKET_DEPTH = 100
 ANALYSIS_STACK_BYTES = 256 * 1024 * 1024  # the flow analysis recurses on expression depth
 ANALYSIS_RECURSION_LIMIT = 20_000
@@ -208,8 +208,16 @@ def _common_substring(a: str, b: str) -> str:
 def _needles(names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[bytes, ...]]:
     """The names to look for, without those that contain another one: a file that
     mentions `_get_kv_connector_output` mentions `kv_connector_output` too."""
-    kept = tuple(name for name in names if not any(other != name and other in name for other in names))
+    kept = tuple(name for name in names if not _contains_another(name, frozenset(names)))
     return kept, tuple(name.encode() for name in kept)
+
+
+def _contains_another(name: str, names: frozenset[str]) -> bool:
+    """Whether a shorter name of `names` is part of `name`: each of its substrings is looked up, so the cost
+    grows with the names' count, not its square."""
+    length = len(name)
+    return any(name[start:end] in names for start in range(length) for end in range(start + 1, length + 1)
+               if end - start < length)
 
 
 def module_name_for(path: Path) -> tuple[str, bool]:
@@ -560,6 +568,14 @@ def _forget_analysis_thread() -> None:
 os.register_at_fork(after_in_child=_forget_analysis_thread)
 
 
+def _shallow(work):  # type: ignore[no-untyped-def]
+    """Run `work` on this thread's ordinary stack: deep code is a RecursionError long before a crash."""
+    try:
+        return work()
+    except RecursionError:
+        raise SourceError("cannot parse: too deeply nested for kvlint to analyse") from None
+
+
 def _run_with_deep_stack(work):  # type: ignore[no-untyped-def]
     """Run `work` on this process's analysis thread, whose large stack turns deep code
     into a RecursionError (reported as KVC900) instead of a crash of the process."""
@@ -568,8 +584,11 @@ def _run_with_deep_stack(work):  # type: ignore[no-untyped-def]
         previous = threading.stack_size()
         threading.stack_size(ANALYSIS_STACK_BYTES)
         try:
-            _analysis_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvlint-analysis")
-            _analysis_executor.submit(lambda: None).result()  # start the thread while the stack size is set
+            executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvlint-analysis")
+            executor.submit(lambda: None).result()  # start the thread while the stack size is set
+            _analysis_executor = executor
+        except RuntimeError:  # no thread can start (a process limit): here, with the ordinary recursion limit
+            return _shallow(work)
         finally:
             threading.stack_size(previous)
 
@@ -619,13 +638,14 @@ def _unsuppressed(
     applies even with `noqa=False` (a host such as flake8 applies the rest itself), and
     `select` does not re-enable what it silences.
     """
-    ignored = config.silenced_for(Path(prepared.display_path))
+    ignored = tuple(config.silenced_for(Path(prepared.display_path)))
     mapping: dict[int, str] | None = None
+    has_noqa = noqa and bool(prepared.lines) and "noqa" in prepared.text.lower()  # once per file, not per finding
     kept = []
     for finding in findings:
-        if not config.is_enabled(finding.code) or finding.code.startswith(tuple(ignored)):
+        if not config.is_enabled(finding.code) or finding.code.startswith(ignored):
             continue
-        if noqa and prepared.lines and "noqa" in prepared.text.lower():
+        if has_noqa:
             if mapping is None:
                 mapping = noqa_line_mapping(prepared.lines)
             if is_suppressed(mapping.get(finding.line, ""), finding.code):

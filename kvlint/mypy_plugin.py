@@ -41,6 +41,7 @@ from kvlint.mypy_worker import (
     ModuleAnalysis,
     analyse_module,
     file_key,
+    worker_wanted,
 )
 
 KVC = ErrorCode("kvc", "kvlint: an invariant of KV-connector outputs is broken", "General")
@@ -76,7 +77,8 @@ class KvlintPlugin(Plugin):
         self._dereferences: dict[str, tuple[ModuleAnalysis, ModuleDereferences]] = {}
         self._configs = DirectoryConfigs()
         self._config_data: dict[Config, list[str]] = {}
-        self._worker = AnalysisWorker() if os.environ.get(WORKER_ENV, _default_worker(options)) != "0" else None
+        wanted = worker_wanted(os.environ.get(WORKER_ENV), _default_worker(options))
+        self._worker = AnalysisWorker() if wanted else None
 
     def get_attribute_hook(self, fullname: str) -> Callable[[AttributeContext], Type] | None:
         attribute = fullname.rpartition(".")[2]
@@ -214,13 +216,13 @@ class KvlintPlugin(Plugin):
         return [config] if isinstance(config, Config) else []  # a bad config is reported per module
 
 
-def _default_worker(options: Options) -> str:
+def _default_worker(options: Options) -> bool:
     """Use the helper where a CPU is left for it: not on one CPU, nor when mypy runs workers of its own."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cpus = os.cpu_count() or 1
-    return "1" if cpus > 1 and not getattr(options, "num_workers", 0) else "0"
+    return cpus > 1 and not getattr(options, "num_workers", 0)
 
 
 def plugin(version: str) -> type[Plugin]:

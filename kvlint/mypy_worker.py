@@ -30,6 +30,9 @@ from kvlint.sites import DerefTarget, Site, SiteKind, Span
 REPORTED_CODES = ("KVC002", "KVC003", "KVC004", "KVC006", "KVC9")
 # Reported once mypy has typed the dereferenced value, unless that type includes None (mypy then reports it).
 DEREFERENCE_CODES = {"KVC001": DerefTarget.CONNECTOR_OUTPUT, "KVC005": DerefTarget.PAYLOAD_FIELD}
+TIMEOUT_ENV = "KVLINT_MYPY_TIMEOUT"  # seconds the helper may take over one file (default 60)
+DEFAULT_TIMEOUT = 60.0
+FALSE_SPELLINGS = ("", "0", "false", "no", "off", "n", "f")
 FileKey = tuple[int, int]  # (st_mtime_ns, st_size): a file whose key changed is analysed again
 
 
@@ -164,19 +167,42 @@ def _span_start(site: Site) -> tuple[int, int]:
     return site.span.line, site.span.column
 
 
+def worker_wanted(value: str | None, default: bool) -> bool:
+    """`KVLINT_MYPY_WORKER`: unset means `default`; 0, false, no, off (any case) or empty turn the helper off."""
+    if value is None:
+        return default
+    return value.strip().lower() not in FALSE_SPELLINGS
+
+
+def helper_timeout() -> float:
+    """Seconds the helper may take over one file: `KVLINT_MYPY_TIMEOUT`, else 60."""
+    try:
+        seconds = float(os.environ.get(TIMEOUT_ENV, ""))
+    except ValueError:
+        return DEFAULT_TIMEOUT
+    return seconds if seconds > 0 else DEFAULT_TIMEOUT
+
+
 class AnalysisWorker:
     """One helper process that analyses each file mypy parses, so the hooks find the facts ready.
 
     Requests and replies are pickles on the process's stdin and stdout; the helper
-    answers every request, in order. Any failure turns it off, and the plugin
-    analyses in its own process instead.
+    answers every request, in order, and a thread here receives the replies. Any
+    failure turns it off, and the plugin analyses in its own process instead; so
+    does a helper that takes longer than `timeout` seconds over one file, which
+    is said once on stderr.
     """
 
-    def __init__(self) -> None:
+    HELPER = "from kvlint.mypy_worker import serve_analyses; serve_analyses()"  # the helper's program
+
+    def __init__(self, timeout: float | None = None) -> None:
         self._process: subprocess.Popen[bytes] | None = None
         self._pending: set[str] = set()
         self._received: dict[str, ModuleAnalysis | None] = {}
+        self._replies: queue.Queue[tuple[str, ModuleAnalysis | None] | None] = queue.Queue()
         self._failed = False
+        self.timeout = helper_timeout() if timeout is None else timeout
+        self.problem = ""  # why the helper was turned off, said once
 
     def submit(self, path: str) -> None:
         if self._failed or path in self._pending or path in self._received:
@@ -197,26 +223,52 @@ class AnalysisWorker:
             return self._received.pop(path)
         if path not in self._pending or self._process is None:
             return None
+        try:
+            assert self._process.stdin is not None
+            self._process.stdin.flush()
+        except Exception:  # noqa: BLE001 - a dead helper: analyse in-process instead
+            self._stop()
+            return None
         while path in self._pending:
             try:
-                assert self._process.stdin is not None and self._process.stdout is not None
-                self._process.stdin.flush()
-                replied, analysis = pickle.load(self._process.stdout)
-            except Exception:  # noqa: BLE001 - a dead or confused helper: analyse in-process instead
+                reply = self._replies.get(timeout=self.timeout)
+            except queue.Empty:
+                self._say(f"the analysis helper took over {self.timeout:g} s on {path}; kvlint analyses in mypy's "
+                          f"process from now on (set {TIMEOUT_ENV} to wait longer)")
                 self._stop()
                 return None
+            if reply is None:  # a dead or confused helper: analyse in-process instead
+                self._stop()
+                return None
+            replied, analysis = reply
             self._pending.discard(replied)
             self._received[replied] = analysis
         return self._received.pop(path)
+
+    def _say(self, message: str) -> None:
+        if not self.problem:
+            self.problem = message
+            sys.stderr.write(f"kvlint: {message}\n")
+
+    def _receive(self, replies: IO[bytes]) -> None:
+        """The reply thread: each `(path, analysis)` to the queue, then None when the helper is gone."""
+        while True:
+            try:
+                self._replies.put(pickle.load(replies))
+            except Exception:  # noqa: BLE001 - EOF or a torn pickle: the helper is gone
+                self._replies.put(None)
+                return
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         package_root = str(Path(kvlint.__file__).resolve().parent.parent)  # importable even if loaded by path
         environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [
             package_root, os.environ.get("PYTHONPATH", "")]))}
-        return subprocess.Popen(
-            [sys.executable, "-c", "from kvlint.mypy_worker import serve_analyses; serve_analyses()"],
+        process = subprocess.Popen(
+            [sys.executable, "-c", self.HELPER],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=environment,
         )
+        threading.Thread(target=self._receive, args=(process.stdout,), daemon=True).start()
+        return process
 
     def _stop(self) -> None:
         self._failed = True

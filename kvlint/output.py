@@ -10,12 +10,13 @@ import json
 from collections.abc import Callable, Sequence
 
 from kvlint.findings import Finding
+from kvlint.safe_text import json_document, printable
 from kvlint.sarif import as_sarif
 
 
 def as_text(findings: Sequence[Finding]) -> str:
     """`path:line:col: CODE message`, the flake8/ruff shape (no summary: the plain lines)."""
-    return "".join(f"{f.path}:{f.line}:{f.column + 1}: {f.code} {f.message}\n" for f in findings)
+    return "".join(f"{printable(f.path)}:{f.line}:{f.column + 1}: {f.code} {printable(f.message)}\n" for f in findings)
 
 
 # ANSI styles of the text report, as ruff colours its own: path bold, code red and bold
@@ -37,7 +38,7 @@ def summary_line(findings: Sequence[Finding], color: bool = False) -> str:
 
 def _source_snippet(finding: Finding, color: bool) -> str:
     """The finding's line under it, the columns it spans marked with `^` (ruff's `--show-source`)."""
-    line = finding.source_line
+    line = printable(finding.source_line.rstrip("\r\n"))
     if not line.strip():
         return ""
     number = str(finding.line)
@@ -56,8 +57,8 @@ def as_text_report(findings: Sequence[Finding], *, color: bool = False, show_sou
     """The text report of `kvlint check`: one line per finding, then the summary line."""
     parts = []
     for f in findings:
-        location = _paint(f.path, _BOLD, color) + _paint(f":{f.line}:{f.column + 1}:", _DIM, color)
-        parts.append(f"{location} {_paint(f.code, _RED, color)} {f.message}\n")
+        location = _paint(printable(f.path), _BOLD, color) + _paint(f":{f.line}:{f.column + 1}:", _DIM, color)
+        parts.append(f"{location} {_paint(f.code, _RED, color)} {printable(f.message)}\n")
         if show_source:
             parts.append(_source_snippet(f, color))
     if summary:
@@ -107,7 +108,7 @@ def finding_record(finding: Finding) -> dict[str, object]:
 
 def as_json(findings: Sequence[Finding]) -> str:
     """One JSON array of finding objects."""
-    return json.dumps([finding_record(f) for f in findings], indent=2, ensure_ascii=False) + "\n"
+    return json_document(json.dumps([finding_record(f) for f in findings], indent=2, ensure_ascii=False)) + "\n"
 
 
 def _escape_property(value: str) -> str:
@@ -123,10 +124,10 @@ def as_github(findings: Sequence[Finding]) -> str:
     lines = []
     for f in findings:
         properties = (
-            f"file={_escape_property(f.path)},line={f.line},col={f.column + 1},"
+            f"file={_escape_property(printable(f.path))},line={f.line},col={f.column + 1},"
             f"endLine={f.end_line},endColumn={f.end_column + 1},title={_escape_property('kvlint ' + f.code)}"
         )
-        lines.append(f"::error {properties}::{_escape_data(f'{f.code} {f.message}')}\n")
+        lines.append(f"::error {properties}::{_escape_data(f'{f.code} {printable(f.message)}')}\n")
     return "".join(lines)
 
 

@@ -12,13 +12,13 @@ import io
 import json
 import posixpath
 import re
-import urllib.parse
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kvlint.rules import RULES
+from kvlint.safe_text import json_document, printable, uri_quote
 from kvlint.sarif import as_sarif_with_summary
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ def audit_sarif(report: AuditReport) -> str:
 
 def audit_json(report: AuditReport) -> str:
     """The documented inventory (`kvlint.audit.AUDIT_JSON_SCHEMA`)."""
-    return json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n"
+    return json_document(json.dumps(report.to_json(), indent=2, ensure_ascii=False)) + "\n"
 
 
 # -------------------------------------------------------- row descriptions
@@ -162,7 +162,7 @@ def audit_text(report: AuditReport, color: bool = False, width: int | None = Non
         file=buffer, width=width or TEXT_WIDTH, force_terminal=color, color_system="auto" if color else None,
         no_color=not color, markup=False, highlight=False, emoji=False, _environ={},
     )
-    console.print(Text.assemble(("kvlint audit", "bold"), " of ", ", ".join(report.paths)), soft_wrap=True)
+    console.print(Text.assemble(("kvlint audit", "bold"), " of ", printable(", ".join(report.paths))), soft_wrap=True)
     console.print(_files_line(report), style="dim", soft_wrap=True)
     codes_at = _codes_at(report)
     grouped: defaultdict[str, defaultdict[str, list[_Row]]] = defaultdict(lambda: defaultdict(list))
@@ -170,7 +170,7 @@ def audit_text(report: AuditReport, color: bool = False, width: int | None = Non
         grouped[row.path][row.function].append(row)
     for path, functions in grouped.items():
         console.print()
-        header = Text(path, style="bold cyan")
+        header = Text(printable(path), style="bold cyan")
         if report.in_test_file(path):
             header.append(f"  [test file: {_test_policy(report)}]", style="dim")
         console.print(header, soft_wrap=True)
@@ -186,7 +186,7 @@ def audit_text(report: AuditReport, color: bool = False, width: int | None = Non
                 codes = " ".join(codes_at.get((row.path, row.line, row.column), []))
                 style = "red" if codes else ("yellow" if row.concern else "")
                 on = row.connector_path.startswith("on")
-                detail = Text(row.detail)
+                detail = Text(printable(row.detail))
                 if on and row.connector_path[4:]:
                     detail.append(f"  ({row.connector_path[4:]})", style="dim")
                 table.add_row(
@@ -249,13 +249,15 @@ def _print_summary(console, report: AuditReport) -> None:  # type: ignore[no-unt
 
 
 def _md(text: str) -> str:
-    """A table cell: no line breaks, pipes escaped."""
-    return " ".join(text.split()).replace("|", "\\|")
+    """A table cell: no line breaks or control characters, pipes escaped."""
+    return " ".join(printable(text).split()).replace("|", "\\|")
 
 
 def _md_code(text: str) -> str:
-    fence = "``" if "`" in text else "`"
-    pad = " " if fence == "``" else ""
+    """A code span that `text` cannot close: its fence is longer than any run of backticks in it."""
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if longest else ""
     return f"{fence}{pad}{_md(text)}{pad}{fence}"
 
 
@@ -276,7 +278,7 @@ def _md_location(path: str, line: int, column: int, base_url: str | None) -> str
     text = _md_code(f"{path}:{line}:{column}")
     if not base_url or path.startswith("/") or path.startswith("<") or ":" in path.split("/")[0]:
         return text
-    quoted = urllib.parse.quote(path, safe="/")
+    quoted = uri_quote(path)
     return f"[{text}]({base_url.rstrip('/')}/{quoted}#L{line})"
 
 
@@ -583,7 +585,10 @@ def _status_of_edge(label: str) -> str:
 
 
 def _mermaid_text(text: str) -> str:
-    return (text.replace("&", "#38;").replace('"', "#quot;").replace("<", "#60;").replace(">", "#62;"))
+    """Mermaid's entity codes for what would end a label, and no backtick or line break (a markdown
+    report holds the graph in a ``` fence)."""
+    text = printable(text).replace("&", "#38;").replace("`", "#96;")
+    return text.replace('"', "#quot;").replace("<", "#60;").replace(">", "#62;")
 
 
 _SIDES = (("p", "producers: build or return an output"), ("c", "consumers: read a connector output"))
@@ -659,7 +664,7 @@ def audit_mermaid(report: AuditReport) -> str:
 
 
 def _dot_text(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')
+    return printable(text).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def audit_dot(report: AuditReport) -> str:

@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,6 +30,7 @@ from kvlint.findings import Finding
 from kvlint.rules import INTERNAL_ERROR, UNREADABLE
 from kvlint.declarations import Declaration
 from kvlint.tree_index import TreeIndex
+from kvlint.worker_pool import WorkerPool
 
 if TYPE_CHECKING:
     from kvlint.cache import CachedFile, ResultCache
@@ -51,6 +49,7 @@ class RunResult:
     seconds: float = 0.0
     cache_hits: int = 0  # reports reused from the cache directory
     cache_problem: str = ""  # why results could not be stored there
+    pool_problem: str = ""  # why fewer worker processes ran than asked for
 
 
 def default_jobs() -> int:
@@ -87,14 +86,15 @@ def run(
     unreadable: list[Finding] = []
     skipped: list[tuple[SourceFile, bytes]] = []
     cache = _RunCache.open(cache_dir, config, everything) if cache_dir is not None and suppress else None
+    relevant: Iterable[tuple[SourceFile, bytes, Config, tuple[str, ...]]] = [
+        (source, data, config, names)
+        for source, data in _read(entries, unreadable)
+        if _is_relevant(source, data, names, skipped, unreadable)
+    ]
+    if cache is not None:
+        relevant = list(cache.unknown(relevant))
+    jobs = min(jobs, default_jobs(), max(1, len(relevant)))  # more workers than files or CPUs only cost
     with _Pool(jobs, len(entries)) as pool:
-        relevant: Iterable[tuple[SourceFile, bytes, Config, tuple[str, ...]]] = (
-            (source, data, config, names)
-            for source, data in _read(entries, unreadable)
-            if _is_relevant(source, data, names, skipped, unreadable)
-        )
-        if cache is not None:
-            relevant = cache.unknown(relevant)
         prepared = pool.map(_prepare, relevant, on_crash=_prepare_crashed)
         declarations = [entry for p in prepared for entry in p.declarations]
         if cache is not None:
@@ -122,12 +122,16 @@ def run(
         if cache is not None:
             cache.remember(work, analysed)
         reports += analysed
+    result.pool_problem = pool.problem
     reports += [FileReport(f.path, findings=(f,)) for f in unreadable]  # KVC901, and KVC900 of skipped files
     reports.sort(key=lambda r: r.display_path)
     result.reports = reports
     result.findings = sorted(finding for report in reports for finding in report.findings)
     result.files_analysed = sum(report.analysed for report in reports)
     if cache is not None:
+        if cache.store.written:
+            cache.store.prune()
+        cache.store.close()
         result.cache_hits, result.cache_problem = cache.store.hits, cache.store.problem
     result.seconds = time.perf_counter() - started
     return result
@@ -321,77 +325,18 @@ def _build_index(
     return index, callers
 
 
-class _Pool:
-    """Map work over worker processes; a crashed worker costs only its own file.
-
-    The workers start at the first item submitted, so a run that finds nothing
-    to parse never starts them, and they import libcst (0.1 s) while this
-    process is still reading files.
-    """
-
-    def __init__(self, jobs: int, size: int):
-        self.parallel = jobs > 1 and size >= PARALLEL_THRESHOLD
-        self.jobs = jobs
-        self.executor: ProcessPoolExecutor | None = None
-
-    def __enter__(self) -> _Pool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.executor is not None:
-            self.executor.shutdown(cancel_futures=True)
-
-    def map(self, function, items, progress=None, on_crash=None):  # type: ignore[no-untyped-def]
-        """Apply `function` to each item, in order; an item whose process dies twice gets `on_crash(item)`.
-
-        `items` may be a generator: each item is submitted as soon as it is produced.
-        """
-        if not self.parallel:
-            items = list(items)
-            results = []
-            for done, item in enumerate(items, start=1):
-                results.append(function(item))
-                if progress:
-                    progress(done, len(items))
-            return results
-        submitted = []
-        for item in items:
-            if self.executor is None:
-                self.executor = ProcessPoolExecutor(max_workers=self.jobs, initializer=_warm_worker)
-            submitted.append((self.executor.submit(function, item), item))
-        results: list[object] = []
-        for done, (future, item) in enumerate(submitted, start=1):
-            try:
-                results.append(future.result())
-            except BrokenProcessPool:
-                results.append(_isolated(function, item, on_crash))
-                self.executor = None
-            if progress:
-                progress(done, len(submitted))
-        return results
+def _Pool(jobs: int, size: int) -> WorkerPool:  # noqa: N802 - reads as the class it returns
+    """The run's worker processes (`kvlint.worker_pool`); fewer than PARALLEL_THRESHOLD files need none."""
+    return WorkerPool(jobs, size, PARALLEL_THRESHOLD, initializer=_warm_worker)
 
 
 def _warm_worker() -> None:
     """Import what the analysis needs while the parent is still reading files."""
-    _quiet_worker()
     import kvlint.flow  # noqa: F401 - libcst: 0.1 s, better spent now than in the first analysis
 
 
 def _quiet_worker() -> None:
-    """Workers leave Ctrl-C to the parent, which stops the run once, without tracebacks."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _isolated(function, item, on_crash):  # type: ignore[no-untyped-def]
-    """Retry one item in a fresh process; if that process dies too, report the item."""
-    with ProcessPoolExecutor(max_workers=1, initializer=_quiet_worker) as executor:
-        try:
-            return executor.submit(function, item).result()
-        except BrokenProcessPool:
-            pass
-    if on_crash is None:
-        raise RuntimeError("a worker process crashed")
-    return on_crash(item)
+    """A worker that imports nothing ahead (the pool itself makes workers ignore SIGINT and SIGTERM)."""
 
 
 def _crashed(display_path: str) -> Finding:

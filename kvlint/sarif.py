@@ -7,13 +7,13 @@ import hashlib
 import json
 import os
 import re
-import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from kvlint import __version__
 from kvlint.baseline import keyed
 from kvlint.findings import Finding
 from kvlint.rules import RULES, Rule
+from kvlint.safe_text import json_document, uri_quote, utf8_bytes
 
 SARIF_SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 
@@ -41,8 +41,8 @@ def _sarif_rule(rule: Rule) -> dict[str, object]:
 def _artifact_uri(path: str) -> dict[str, str]:
     """A relative path stays relative to the checkout (`%SRCROOT%`); an absolute one becomes a file URI."""
     if path.startswith("/") or re.match(r"^[A-Za-z]:[/\\]", path):
-        return {"uri": "file://" + urllib.parse.quote(PurePosixPath(path.replace("\\", "/")).as_posix())}
-    return {"uri": urllib.parse.quote(path), "uriBaseId": "%SRCROOT%"}
+        return {"uri": "file://" + uri_quote(PurePosixPath(path.replace("\\", "/")).as_posix())}
+    return {"uri": uri_quote(path), "uriBaseId": "%SRCROOT%"}
 
 
 def sarif_log(findings: Sequence[Finding], properties: dict[str, object] | None = None) -> dict[str, object]:
@@ -50,8 +50,8 @@ def sarif_log(findings: Sequence[Finding], properties: dict[str, object] | None 
     codes = list(RULES)
     results = []
     for key, finding in sorted(keyed(findings, Path(os.curdir)), key=lambda pair: pair[1]):
-        fingerprint = hashlib.sha256(
-            "\0".join((key.path, key.code, key.function, key.snippet, str(key.occurrence))).encode()
+        fingerprint = hashlib.sha256(utf8_bytes(
+            "\0".join((key.path, key.code, key.function, key.snippet, str(key.occurrence))))
         ).hexdigest()
         result: dict[str, object] = {
             "ruleId": finding.code,
@@ -97,9 +97,10 @@ def sarif_log(findings: Sequence[Finding], properties: dict[str, object] | None 
 
 def as_sarif(findings: Sequence[Finding]) -> str:
     """`kvlint check --format sarif`: SARIF 2.1.0 for GitHub code scanning."""
-    return json.dumps(sarif_log(findings), indent=2, ensure_ascii=False) + "\n"
+    return json_document(json.dumps(sarif_log(findings), indent=2, ensure_ascii=False)) + "\n"
 
 
 def as_sarif_with_summary(findings: Sequence[Finding], summary: object) -> str:
     """Findings as SARIF with an audit's inventory counts as run properties (`kvlint audit --format sarif`)."""
-    return json.dumps(sarif_log(findings, {"kvlintAuditSummary": summary}), indent=2, ensure_ascii=False) + "\n"
+    document = json.dumps(sarif_log(findings, {"kvlintAuditSummary": summary}), indent=2, ensure_ascii=False)
+    return json_document(document) + "\n"

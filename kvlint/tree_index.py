@@ -13,6 +13,7 @@ It also knows which producers are only ever called on a connector path.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import chain
 
@@ -26,6 +27,8 @@ KNOWN_NO_RETURN = (
     "typing.assert_never", "typing_extensions.assert_never",
 )
 MAX_BASE_DEPTH = 12
+_WORD = re.compile(r"\w+")  # a name's mentions: the words equal to it (`\bname\b`)
+_DEFINITION = re.compile(r"\bdef\s+(\w+)")
 
 
 def returns_optional_payload(decl: FunctionDecl, payload_classes: tuple[str, ...]) -> bool:
@@ -141,14 +144,16 @@ class TreeIndex:
     def find_connector_callees(self, relevant_texts: Sequence[str], other_files: Sequence[bytes]) -> None:
         """Keep the candidates whose every mention in the tree is one of the counted calls."""
         found: dict[str, tuple[str, ...]] = {}
-        for key in self.callee_candidates():
+        candidates = self.callee_candidates()
+        wanted = {key.partition(":")[2].lstrip(".") for key in candidates}
+        mentions: Counter[str] = Counter()  # one pass over the words of each text, whatever the number of names
+        for text in relevant_texts:
+            mentions.update(word for word in _WORD.findall(text) if word in wanted)
+            mentions.subtract(name for name in _DEFINITION.findall(text) if name in wanted)
+        for key in candidates:
             invariant, _, call = key.partition(":")
             name = call.lstrip(".")
-            mention = re.compile(rf"\b{re.escape(name)}\b")
-            definition = re.compile(rf"\bdef\s+{re.escape(name)}\b")
-            mentions = sum(len(mention.findall(text)) - len(definition.findall(text)) for text in relevant_texts
-                           if name in text)
-            if mentions != self.path_calls[key]:
+            if mentions[name] != self.path_calls[key]:
                 continue  # also called, or named, off the path in the relevant files
             encoded = name.encode()
             if not any(encoded in data for data in other_files):  # the other files have no guard at all

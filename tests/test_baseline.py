@@ -100,10 +100,13 @@ def test_duplicates_are_counted(tmp_path: Path) -> None:
     baseline = tmp_path / "baseline.json"
     run_kvlint("check", ".", "--write-baseline", str(baseline), cwd=tmp_path)
     recorded = json.loads(baseline.read_text())["findings"]
-    assert sorted(entry["occurrence"] for entry in recorded if entry["code"] == "KVC001") == [1, 2]
+    assert sorted(entry["context"] for entry in recorded if entry["code"] == "KVC001") == [
+        ["total += len(out.kv_connector_output.finished_sending)", "return total"],
+        ["total = 0", "total += len(out.kv_connector_output.finished_sending)"],
+    ]  # the same line twice, told apart by its neighbours
     (tmp_path / "count.py").write_text(source.replace(line * 2, line * 3))
     new = json.loads(run_kvlint("check", ".", "--format", "json", "--baseline", str(baseline), cwd=tmp_path).stdout)
-    assert sorted((f["line"], f["code"]) for f in new) == [(5, "KVC001"), (5, "KVC005")]  # the third copy's findings
+    assert sorted((f["line"], f["code"]) for f in new) == [(4, "KVC001"), (4, "KVC005")]  # one copy's findings
 
 
 def test_paths_are_relative_to_the_baseline_file(tmp_path: Path) -> None:
@@ -127,8 +130,9 @@ def test_baseline_file_is_deterministic_and_sorted(tmp_path: Path) -> None:
     run_kvlint("check", ".", "--write-baseline", str(second), "--jobs", "2", cwd=tmp_path)
     assert first.read_bytes() == second.read_bytes()
     data = json.loads(first.read_text())
-    assert data["tool"] == "kvlint" and data["version"] == 1
-    keys = [(e["path"], e["code"], e["function"], e["snippet"], e["occurrence"]) for e in data["findings"]]
+    assert data["tool"] == "kvlint" and data["version"] == 2
+    keys = [(e["path"], e["code"], e["function"], e["snippet"], e["context"], e["occurrence"])
+            for e in data["findings"]]
     assert keys == sorted(keys)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.json", "worker.py"]
 

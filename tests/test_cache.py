@@ -143,4 +143,4 @@ def test_a_cache_that_cannot_be_written_is_one_warning_and_the_run_goes_on(tree:
     plain = run_kvlint("check", ".", cwd=tree)
     assert completed.returncode == plain.returncode == 1
     assert completed.stdout == plain.stdout
-    assert completed.stderr == "kvlint: warning: results not cached: not-a-directory/kvlint-v4: not a directory\n"
+    assert completed.stderr == "kvlint: warning: results not cached: not-a-directory: not a directory\n"

@@ -1,0 +1,251 @@
+"""Worker processes that always end: a small fork-and-pipes pool for the tree run.
+
+concurrent.futures' process pool starts threads of its own, joins its workers
+at exit, and lets a worker inherit the parent's signal handlers: SIGTERM to a
+run's process group could hang it for good or print worker tracebacks, and a
+fork or thread that fails under a process limit left it waiting forever. Here
+the parent starts no thread: each worker is forked with SIGINT and SIGTERM
+blocked, ignores them, dies with its parent (PR_SET_PDEATHSIG on Linux, and
+EOF on its task pipe everywhere), and gets one task at a time. An interrupted
+run kills the workers instead of joining them. A fork that fails means fewer
+workers, down to none (the work then runs in this process), said once in
+`problem`. A worker that dies costs only its own item: the item is retried
+alone in a fresh process, and reported with `on_crash` if that dies too.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import signal
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any, BinaryIO
+
+_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+class _Worker:
+    """One forked worker: its pid, the pipe it reads tasks from and the pipe it answers on."""
+
+    def __init__(self, pid: int, tasks: BinaryIO, results: BinaryIO):
+        self.pid, self.tasks, self.results = pid, tasks, results
+
+    def send(self, task: object) -> None:
+        pickle.dump(task, self.tasks, protocol=pickle.HIGHEST_PROTOCOL)
+        self.tasks.flush()
+
+    def close(self, kill: bool) -> None:
+        for stream in (self.tasks, self.results):
+            try:
+                stream.close()  # the worker reads EOF and exits
+            except OSError:
+                pass
+        if kill:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+
+
+class WorkerPool:
+    """Map functions over items in worker processes, results in order; see the module's docstring."""
+
+    def __init__(self, jobs: int, size: int, threshold: int = 1, initializer: Callable[[], None] | None = None):
+        self.parallel = jobs > 1 and size >= threshold and hasattr(os, "fork")
+        self.jobs = jobs
+        self.initializer = initializer
+        self.workers: list[_Worker] = []
+        self.started = False
+        self.problem = ""  # why fewer workers than asked for ran, once
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        self.close(kill=exc_type is not None)
+
+    def close(self, kill: bool = False) -> None:
+        """Let the workers go: at the end of a run they exit on EOF; when interrupted they are killed."""
+        workers, self.workers = self.workers, []
+        for worker in workers:
+            worker.close(kill)
+
+    def map(self, function: Callable[[Any], Any], items: Iterable[Any],
+            progress: Callable[[int, int], None] | None = None,
+            on_crash: Callable[[Any], Any] | None = None) -> list[Any]:
+        """`function(item)` for each item, in order; an item whose process dies twice gets `on_crash(item)`."""
+        items = list(items)
+        if self.parallel and items and not self.started:
+            self._start()
+        if not self.workers:
+            return _in_process(function, items, progress)
+        results: list[Any] = [None] * len(items)
+        waiting = iter(range(len(items)))
+        busy: dict[int, tuple[_Worker, int]] = {}  # result fd -> (worker, item index)
+        done = 0
+
+        def hand_out(worker: _Worker) -> None:
+            index = next(waiting, None)
+            if index is not None:
+                worker.send((function, items[index]))
+                busy[worker.results.fileno()] = (worker, index)
+
+        for worker in list(self.workers):
+            hand_out(worker)
+        while done < len(items):
+            if not busy:  # every worker died and none could be started again: the rest here
+                for index in waiting:
+                    results[index] = function(items[index])
+                    done += 1
+                    if progress:
+                        progress(done, len(items))
+                break
+            ready, _, _ = select.select(list(busy), [], [])
+            for fd in ready:
+                worker, index = busy.pop(fd)
+                try:
+                    succeeded, value = pickle.load(worker.results)
+                except Exception:  # noqa: BLE001 - EOF or a torn pickle: the worker died on this item
+                    self.workers.remove(worker)
+                    worker.close(kill=True)
+                    results[index] = _isolated(function, items[index], on_crash, self.initializer, self.workers)
+                    replacement = self._fork()
+                    if replacement is not None:
+                        self.workers.append(replacement)
+                        hand_out(replacement)
+                else:
+                    if not succeeded:
+                        raise value
+                    results[index] = value
+                    hand_out(worker)
+                done += 1
+                if progress:
+                    progress(done, len(items))
+        return results
+
+    def _start(self) -> None:
+        self.started = True
+        for _ in range(self.jobs):
+            worker = self._fork()
+            if worker is None:
+                break
+            self.workers.append(worker)
+        if len(self.workers) < 2:  # one worker process only adds a copy of the work: do it here
+            self.close(kill=True)
+
+    def _fork(self) -> _Worker | None:
+        try:
+            return _fork_worker(self.initializer, self.workers)
+        except OSError as exc:
+            reason = (exc.strerror or str(exc)).lower()
+            fallback = f"{len(self.workers)} worker processes" if len(self.workers) > 1 else "this process only"
+            self.problem = self.problem or f"cannot start worker processes ({reason}); analysing with {fallback}"
+            return None
+
+
+def _in_process(function: Callable[[Any], Any], items: list[Any],
+                progress: Callable[[int, int], None] | None) -> list[Any]:
+    results = []
+    for done, item in enumerate(items, start=1):
+        results.append(function(item))
+        if progress:
+            progress(done, len(items))
+    return results
+
+
+def _fork_worker(initializer: Callable[[], None] | None, siblings: list[_Worker]) -> _Worker:
+    """Fork a worker serving tasks; OSError when no process (or pipe) can be made."""
+    task_read, task_write = os.pipe()
+    result_read, result_write = os.pipe()
+    parent = os.getpid()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)  # no parent handler may run in the child
+    try:
+        pid = os.fork()
+    except OSError:
+        for fd in (task_read, task_write, result_read, result_write):
+            os.close(fd)
+        raise
+    finally:
+        if os.getpid() == parent:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    if pid == 0:  # the worker: never returns
+        status = 1
+        try:
+            os.close(task_write)
+            os.close(result_read)
+            for sibling in siblings:  # so that each worker sees EOF when the parent alone lets go
+                for stream in (sibling.tasks, sibling.results):
+                    os.close(stream.fileno())
+            _become_worker(parent)
+            if initializer is not None:
+                initializer()
+            _serve(os.fdopen(task_read, "rb"), os.fdopen(result_write, "wb"))
+            status = 0
+        finally:
+            os._exit(status)  # never the parent's atexit handlers or its buffered output
+    os.close(task_read)
+    os.close(result_write)
+    return _Worker(pid, os.fdopen(task_write, "wb"), os.fdopen(result_read, "rb"))
+
+
+def _become_worker(parent: int) -> None:
+    """Ignore SIGINT and SIGTERM (the parent stops the run, once) and die with the parent."""
+    for number in _SIGNALS:
+        signal.signal(number, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent died before that: no one waits for this worker
+        os._exit(1)
+
+
+def _serve(tasks: BinaryIO, results: BinaryIO) -> None:
+    """Answer each `(function, item)` with `(True, result)` or `(False, exception)` until EOF."""
+    while True:
+        try:
+            function, item = pickle.load(tasks)
+        except EOFError:
+            return
+        try:
+            answer: tuple[bool, object] = (True, function(item))
+        except Exception as exc:  # noqa: BLE001 - raised again in the parent, as a pool would
+            answer = (False, exc)
+        pickle.dump(answer, results, protocol=pickle.HIGHEST_PROTOCOL)
+        results.flush()
+
+
+def _isolated(function: Callable[[Any], Any], item: Any, on_crash: Callable[[Any], Any] | None,
+              initializer: Callable[[], None] | None, siblings: list[_Worker]) -> Any:
+    """Retry one item in a fresh process; if that process dies too, or none can be started, report the item."""
+    try:
+        worker = _fork_worker(initializer, siblings)
+    except OSError:
+        worker = None
+    if worker is not None:
+        try:
+            worker.send((function, item))
+            succeeded, value = pickle.load(worker.results)
+        except Exception:  # noqa: BLE001 - it died as well
+            worker.close(kill=True)
+        except BaseException:
+            worker.close(kill=True)
+            raise
+        else:
+            worker.close(kill=False)
+            if not succeeded:
+                raise value
+            return value
+    if on_crash is None:
+        raise RuntimeError("a worker process crashed")
+    return on_crash(item)

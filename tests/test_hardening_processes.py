@@ -1,0 +1,139 @@
+"""Processes that always end (issue 15): SIGTERM to a `--jobs 2` run's process group never hangs nor prints
+a traceback and leaves no worker behind; a fork that fails falls back to fewer workers, then to none;
+`--jobs` is capped by the relevant files and the CPUs."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kvlint import runner
+from kvlint.config import Config
+from tests.conftest import FIXTURES, ROOT, run_kvlint
+from tests.second_user import kvlint_as_other_user, shared_directory
+from tests.vllm_sources import vllm_tree
+
+NEWEST = "0.33.0"  # the newest release the tests fetch (tests/fetch_sources.py)
+CANARY = (FIXTURES / "nasty" / "canary.py").read_text()
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_sigterm_to_the_process_group_of_a_two_job_run_of_real_vllm_never_hangs() -> None:
+    tree = vllm_tree(NEWEST)
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    environment.pop("KVLINT_CACHE_DIR", None)
+    chance = random.Random(15)
+    outcomes = []
+    for attempt in range(20):
+        process = subprocess.Popen(
+            [sys.executable, "-m", "kvlint", "check", "--jobs", "2", "--exit-zero", "."], cwd=tree, env=environment,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        )
+        time.sleep(chance.uniform(0.05, 0.6))  # from start-up to the analysis (a run takes about 0.9 s)
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            _, stderr = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            pytest.fail(f"attempt {attempt}: kvlint hung after SIGTERM")
+        assert "Traceback" not in stderr, stderr
+        if process.returncode == 0:  # finished before the signal: nothing to stop
+            assert stderr == ""
+        elif process.returncode == -signal.SIGTERM:  # during Python's start-up, before kvlint's handler:
+            assert stderr == ""  # the default action, which a shell also sees as 143
+        else:
+            assert (process.returncode, stderr) == (143, "kvlint: terminated\n"), f"attempt {attempt}"
+        deadline = time.monotonic() + 5
+        while _group_alive(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _group_alive(process.pid), f"attempt {attempt}: a worker outlived the run"
+        outcomes.append(process.returncode)
+    assert outcomes.count(143) >= 10, outcomes  # the signal came during kvlint's run most times
+
+
+def test_a_worker_dies_with_its_parent(tmp_path: Path) -> None:
+    """SIGKILL to the parent alone (no handler can run): its workers go too."""
+    for number in range(300):
+        (tmp_path / f"m{number}.py").write_text(CANARY.replace("step", f"step{number}") * 50)
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen([sys.executable, "-m", "kvlint", "check", "--jobs", "2", "."], cwd=tmp_path,
+                               env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    deadline = time.monotonic() + 60
+    while len(_children(process.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    workers = _children(process.pid)
+    assert len(workers) >= 2, "the workers never started"
+    process.kill()
+    process.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in workers)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] not in "ZX"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.parametrize(("limit", "expected"), [
+    (1, "kvlint: warning: cannot start worker processes (resource temporarily unavailable); "
+        "analysing with this process only\n"),
+    (2, "kvlint: warning: cannot start worker processes (resource temporarily unavailable); "
+        "analysing with this process only\n"),
+])
+def test_a_fork_failure_under_a_process_limit_falls_back_and_says_so_once(limit: int, expected: str) -> None:
+    with shared_directory() as tree:
+        for number in range(8):
+            (tree / f"m{number}.py").write_text(CANARY.replace("step", f"step{number}"))
+        completed = kvlint_as_other_user(["check", "--jobs", "2", "."], cwd=tree, processes=limit, timeout=120)
+        plain = run_kvlint("check", "--jobs", "1", ".", cwd=tree)
+    assert completed.returncode == 1, completed.stderr
+    assert completed.stdout == plain.stdout
+    assert completed.stderr == expected
+
+
+def test_jobs_is_capped_by_the_relevant_files_and_the_cpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for number in range(6):
+        (tmp_path / f"m{number}.py").write_text(CANARY.replace("step", f"step{number}"))
+    for number in range(20):
+        (tmp_path / f"plain{number}.py").write_text("x = 1\n")
+    sizes: list[int] = []
+    real_pool = runner._Pool
+
+    def recording_pool(jobs: int, size: int) -> runner._Pool:
+        sizes.append(jobs)
+        return real_pool(jobs, size)
+
+    monkeypatch.setattr(runner, "_Pool", recording_pool)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "default_jobs", lambda: 4)
+    runner.run([Path(".")], Config(), jobs=64)
+    assert sizes == [4]  # the CPUs
+    monkeypatch.setattr(runner, "default_jobs", lambda: 16)
+    runner.run([Path(".")], Config(), jobs=64)
+    assert sizes[-1] == 6  # the relevant files
