@@ -12,6 +12,7 @@ cost overlaps mypy's own work; `KVLINT_MYPY_WORKER=0` keeps it in the mypy proce
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Callable, Set as AbstractSet
@@ -54,6 +55,21 @@ HookContext = AttributeContext | FunctionContext | MethodContext
 
 
 PLUGIN_VERSION = f"{kvlint.__version__}+{kvlint.source_digest()}"
+
+
+def __getattr__(name: str) -> str:
+    """This module's `__version__`, computed when asked (PEP 562): kvlint's version and a digest of the
+    kvlint configuration found from the current directory.
+
+    mypy's daemon reads it before every `dmypy run` and restarts itself when a plugin's version changed
+    ("plugins changed"). Without this, a daemon would keep the kvlint settings, and the kvlint errors of
+    every file it does not recheck, from the moment it started.
+    """
+    if name != "__version__":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    config = config_for_directory(os.getcwd())
+    settings = repr(config) if isinstance(config, Config) else f"error: {config}"
+    return f"{PLUGIN_VERSION}+{hashlib.sha256(settings.encode()).hexdigest()[:16]}"
 
 
 class KvlintPlugin(Plugin):

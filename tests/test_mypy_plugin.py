@@ -373,6 +373,40 @@ def test_a_bad_kvlint_configuration_is_reported(mypy: Mypy, tmp_path: Path) -> N
     assert all(line.split(": error: ")[1].startswith(complaint) and ":1:1: error:" in line for line in reported)
 
 
+def test_the_daemon_restarts_when_the_kvlint_configuration_changes(mypy: Mypy, tmp_path: Path) -> None:
+    """`dmypy run` compares each plugin's `__version__` before every run; kvlint's carries a digest of its
+    configuration, so an edited `[tool.kvlint]` restarts the daemon instead of leaving every unchanged file's
+    kvlint errors as they were."""
+    tree = case_tree(tmp_path / "tree", "pyproject.toml")
+    environment = {key: value for key, value in os.environ.items()
+                   if not key.startswith(("KVLINT_MYPY_", "MYPY")) and key != "PYTHONPATH"}
+    dmypy = [str(mypy.python), "-m", "mypy.dmypy", "--status-file", str(tmp_path / "dmypy.json")]
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*dmypy, "run", "--", "--config-file", "pyproject.toml", "cases"], cwd=tree,
+                              capture_output=True, text=True, env=environment, timeout=600, stdin=subprocess.DEVNULL)
+
+    def errors(output: str, kvc: bool = True) -> list[str]:  # without the daemon's own lines and the count
+        return [line for line in output.splitlines()
+                if line.startswith("cases/") and (kvc or not line.endswith("[kvc]"))]
+
+    try:
+        first = run()
+        assert any("KVC002" in line for line in errors(first.stdout)), first.stdout + first.stderr
+        again = run()
+        assert errors(again.stdout) == errors(first.stdout)
+        assert "Restarting" not in again.stdout + again.stderr  # nothing changed: the daemon went on
+        with (tree / "pyproject.toml").open("a") as config:
+            config.write('\n[tool.kvlint]\nignore = ["KVC002"]\n')
+        edited = run()
+        assert "Restarting: plugins changed" in edited.stdout + edited.stderr
+        assert not any("KVC002" in line for line in errors(edited.stdout))
+        assert any("KVC001" in line for line in errors(edited.stdout))
+        assert errors(edited.stdout, kvc=False) == errors(first.stdout, kvc=False)  # mypy's own, unchanged
+    finally:
+        subprocess.run([*dmypy, "kill"], cwd=tree, capture_output=True, env=environment, timeout=120)
+
+
 # -- versions -------------------------------------------------------------------------------------------------------
 
 
