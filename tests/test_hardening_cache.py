@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kvlint.cache import ResultCache
+from kvlint.cache import CACHE_FORMAT, ResultCache
 from kvlint.config import Config
 from kvlint.private_dir import PrivateDir
 from kvlint.runner import run
@@ -85,7 +85,7 @@ def test_an_entry_forged_by_another_user_is_never_trusted(tmp_path: Path) -> Non
     tree = _tree(tmp_path)
     with shared_directory() as shared:
         shared.chmod(0o1777)
-        as_other_user(f"mkdir -m 777 {shared}/kvlint-v3 && cd {shared}/kvlint-v3 && "
+        as_other_user(f"mkdir -m 777 {shared}/kvlint-v{CACHE_FORMAT} && cd {shared}/kvlint-v{CACHE_FORMAT} && "
                       "for b in 0 1 2 3 4 5 6 7 8 9 a b c d e f; do for c in 0 1 2 3 4 5 6 7 8 9 a b c d e f; do "
                       "mkdir -m 777 $b$c; done; done")
         assert _check(tree, shared).returncode == 1
@@ -96,7 +96,7 @@ def test_an_entry_forged_by_another_user_is_never_trusted(tmp_path: Path) -> Non
             forged = shared / "forged.tmp"
             forged.write_text(json.dumps(data))
             forged.chmod(0o644)
-            planted = shared / "kvlint-v3" / entry.parent.name / entry.name  # the keys are predictable
+            planted = shared / f"kvlint-v{CACHE_FORMAT}" / entry.parent.name / entry.name  # the keys are predictable
             as_other_user(f"cp {forged} {planted}.new && mv -f {planted}.new {planted}")
         warm = _check(tree, shared)
         assert warm.returncode == 1 and FINDING in warm.stdout
@@ -209,11 +209,11 @@ def test_cache_clean_removes_the_cache_without_following_symlinks(tmp_path: Path
     keep = tmp_path / "keep"
     keep.mkdir()
     (keep / "file").write_text("x")
-    (cache / "kvlint-v3" / "evil").symlink_to(keep)
+    (cache / f"kvlint-v{CACHE_FORMAT}" / "evil").symlink_to(keep)
     (cache / "unrelated").write_text("not kvlint's")
     completed = run_kvlint("cache", "clean", "--cache-dir", str(cache), cwd=tree)
     assert completed.returncode == 0, completed.stderr
-    assert completed.stderr == f"kvlint: removed {cache}/kvlint-v3\n"
+    assert completed.stderr == f"kvlint: removed {cache}/kvlint-v{CACHE_FORMAT}\n"
     assert sorted(p.name for p in cache.iterdir()) == ["unrelated"]
     assert (keep / "file").read_text() == "x"
     by_environment = run_kvlint("cache", "clean", cwd=tree, env={"KVLINT_CACHE_DIR": str(cache)})

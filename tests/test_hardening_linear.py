@@ -63,12 +63,12 @@ def test_connector_callees_compile_no_pattern_per_name(count: int, monkeypatch: 
     monkeypatch.setattr(tree_index.re, "compile", lambda pattern, *a: compiled.append(pattern) or
                         real_compile(pattern, *a))
     index = TreeIndex([])
-    monkeypatch.setattr(index, "callee_candidates", lambda: [f"make_{n}" for n in range(count)])
-    index.path_calls = {f"make_{n}": 1 for n in range(count)}
+    monkeypatch.setattr(index, "callee_candidates", lambda: [f"kv:make_{n}" for n in range(count)])
+    index.path_calls = {f"kv:make_{n}": 1 for n in range(count)}  # calls on the `kv` invariant's path
     texts = ["".join(f"def make_{n}():\n    pass\nmake_{n}()\n" for n in range(count))]
     index.find_connector_callees(texts, [b"nothing here"])
     assert compiled == []
-    assert index.connector_callees == frozenset(f"make_{n}" for n in range(count))
+    assert index.connector_callees == {f"make_{n}": ("kv",) for n in range(count)}
     index.find_connector_callees(texts + ["make_3()\n"], [b""])  # a second mention off the path
     assert "make_3" not in index.connector_callees and "make_4" in index.connector_callees
 
