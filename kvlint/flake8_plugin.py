@@ -89,7 +89,7 @@ class KVLintChecker:
         tree = self._tree_view(config)
         extra_names = tuple(sorted(tree.index.candidate_names())) if tree else ()
         text = "".join(self.lines)
-        # engine.mentions_any, inlined: most files end here, before the engine is even imported (~15 ms)
+        # byte_scan.mentions_any, inlined: most files end here, before the engine is even imported (~15 ms)
         if not any(name in text for name in (*config.names(), *extra_names)):
             return []
         if config.is_excluded(Path(self.filename)):

@@ -22,10 +22,10 @@ from kvlint.engine import (
     PreparedFile,
     analyse_prepared,
     encoding_problem,
-    mentions_any,
     module_name_for,
     prepare_source,
 )
+from kvlint.byte_scan import mentions_any
 from kvlint.findings import Finding
 from kvlint.rules import INTERNAL_ERROR, UNREADABLE
 from kvlint.declarations import Declaration

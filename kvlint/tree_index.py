@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import chain
 
+from kvlint.byte_scan import mentions_any
 from kvlint.declarations import ClassDecl, Declaration, FunctionDecl, GlobalDecl, PathCalls, TypeRef
 from kvlint.names import matches
 
@@ -148,6 +149,8 @@ class TreeIndex:
         wanted = {key.partition(":")[2].lstrip(".") for key in candidates}
         mentions: Counter[str] = Counter()  # one pass over the words of each text, whatever the number of names
         for text in relevant_texts:
+            if not mentions_any(text, wanted):
+                continue  # most texts name none of them: no need to split them into words
             mentions.update(word for word in _WORD.findall(text) if word in wanted)
             mentions.subtract(name for name in _DEFINITION.findall(text) if name in wanted)
         for key in candidates:

@@ -10,7 +10,8 @@ import pytest
 
 from kvlint import engine, tree_index
 from kvlint.config import Config
-from kvlint.engine import PreparedFile, _needles, _unsuppressed
+from kvlint.byte_scan import _needles
+from kvlint.engine import PreparedFile, _unsuppressed
 from kvlint.findings import Finding
 from kvlint.tree_index import TreeIndex
 
