@@ -139,6 +139,7 @@ class SentinelUse:
     on_connector_path: bool
     path_reason: str
     invariant: str = ""  # the invariant the entry belongs to (`kv`, `ec`)
+    allowed_empty: bool = False  # a return that `empty-output = "allow-when-empty"` accepts (its output is empty)
 
 
 @dataclass(frozen=True, order=True)
@@ -296,7 +297,8 @@ class AuditReport:
             "sentinel_uses": [
                 {**u.position.record(), "function": u.function,
                  "invariant": u.invariant, "expression": u.expression, "use": u.use,
-                 "operand": u.operand, "on_connector_path": u.on_connector_path, "path_reason": u.path_reason}
+                 "operand": u.operand, "on_connector_path": u.on_connector_path, "path_reason": u.path_reason,
+                 "allowed_empty": u.allowed_empty}
                 for u in self.sentinel_uses
             ],
             "dropped_kv_outputs": [
@@ -407,7 +409,7 @@ def _entry(path: str, site: Site, test_file: bool = False) -> object:
     if kind is SiteKind.SENTINEL_USE:
         use = site.sentinel_use.value if site.sentinel_use is not None else ""
         return SentinelUse(position, site.function, site.expression, use, site.operand, site.on_connector_path,
-                           site.path_reason, site.invariant)
+                           site.path_reason, site.invariant, site.allowed_empty)
     if kind is SiteKind.KV_DROPPED:
         return DroppedKVOutput(position, site.function, site.expression, site.operand, site.origin,
                                site.on_connector_path, site.invariant)
@@ -464,7 +466,7 @@ AUDIT_JSON_SCHEMA: dict[str, object] = {
             "guarded": _BOOL, "guard": _STRING, "origin": _STRING, "on_connector_path": _BOOL})},
         "sentinel_uses": {"type": "array", "items": _object({
             **_SITE, "use": {"enum": [u.value for u in SentinelUseKind]}, "operand": _STRING,
-            "on_connector_path": _BOOL, "path_reason": _STRING})},
+            "on_connector_path": _BOOL, "path_reason": _STRING, "allowed_empty": _BOOL})},
         "dropped_kv_outputs": {"type": "array", "items": _object({
             **_SITE, "operand": _STRING, "origin": _STRING, "on_connector_path": _BOOL})},
         "connector_scopes": {"type": "array", "items": _object({

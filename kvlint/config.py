@@ -106,7 +106,7 @@ class Config:
         if self.kv_overrides:
             chosen["kv"] = with_overrides(chosen.get("kv", PRESETS["kv"]), self.kv_overrides)
         for name, overrides in self.invariant_tables:
-            start = chosen.get(name) or PRESETS.get(name) or Invariant(name)
+            start = chosen.get(name) or Invariant(name)
             chosen[name] = with_overrides(start, overrides)
         return InvariantSet(tuple(chosen.values()))
 
@@ -319,6 +319,12 @@ def config_from_mapping(data: Mapping[str, object], source: Path) -> Config:
         fields["kv_overrides"] = kv_overrides
     if "invariants" in data:
         fields["invariant_tables"] = _invariant_tables(data["invariants"], section, source)
+        chosen = fields.get("presets", DEFAULT_PRESETS)
+        for name, _ in fields["invariant_tables"]:  # type: ignore[attr-defined]
+            if name in PRESETS and name not in chosen:  # type: ignore[operator]
+                raise _error(
+                    source, f"{section} invariant {name!r} changes the {name!r} preset, which 'presets' leaves out"
+                )
 
     absolute = Path(os.path.abspath(source))
     explicit = frozenset(str(key) for key in data)

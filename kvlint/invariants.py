@@ -124,6 +124,9 @@ class InvariantSet:
             for name in invariant.optional_fields:
                 self._field_owner.setdefault(name, invariant.name)
         self.first = self.invariants[0].name if self.invariants else ""
+        # the invariants a sentinel of unknown spelling belongs to: all, when all have the same sentinels
+        same = len({frozenset(i.empty_sentinels) for i in self.invariants}) == 1
+        self.shared_sentinel = tuple(self.by_name) if same else ()
 
     def __bool__(self) -> bool:
         return bool(self.invariants)
@@ -135,17 +138,18 @@ class InvariantSet:
     def of_payload_class(self, qualified: str) -> str:
         return self._first(qualified, "payload_class")
 
-    def of_guard(self, qualified: str | None) -> str:
-        return self._first(qualified, "connector_guards")
+    def with_guard(self, qualified: str | None) -> tuple[str, ...]:
+        """Every invariant whose connector `qualified()` being true shows active (a guard may be shared)."""
+        return self._every(qualified, "connector_guards")
 
-    def of_context(self, qualified: str | None) -> str:
-        return self._first(qualified, "connector_contexts")
+    def with_context(self, qualified: str | None) -> tuple[str, ...]:
+        return self._every(qualified, "connector_contexts")
 
     def of_optional_context(self, qualified: str | None) -> str:
         return self._first(qualified, "optional_contexts")
 
-    def of_attaching_helper(self, qualified: str | None) -> str:
-        return self._first(qualified, "attaching_helpers")
+    def with_attaching_helper(self, qualified: str | None) -> tuple[str, ...]:
+        return self._every(qualified, "attaching_helpers")
 
     def with_sentinel(self, qualified: str | None) -> tuple[str, ...]:
         """Every invariant whose empty sentinels include `qualified`."""

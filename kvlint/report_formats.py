@@ -55,6 +55,7 @@ class _Row:
     connector_path: str  # "on: reason" / "off"
     detail: str
     concern: bool  # a fact that breaks the invariant or risks None (shown in the warning colour)
+    invariant: str = ""  # whose site it is: a row shows that invariant's findings only
 
 
 def _path_text(on: bool, reason: str) -> str:
@@ -66,7 +67,7 @@ def _rows(report: AuditReport) -> list[_Row]:
     fields = {invariant.name: invariant.field_name for invariant in report.invariants}
     tag = (lambda name: f"[{name}] ") if len(report.invariants) > 1 else (lambda name: "")  # noqa: E731
     for c in report.output_constructions:
-        field = fields.get(c.invariant, "kv_connector_output")
+        field = fields.get(c.invariant, "connector output")
         if c.carries_connector_output is None:
             detail, concern = "cannot tell (`*args`/`**kwargs`)", False
         elif c.carries_connector_output:
@@ -75,41 +76,43 @@ def _rows(report: AuditReport) -> list[_Row]:
             detail = f"{field}=None" if c.connector_output_argument else f"no {field}"
             concern = c.on_connector_path
         rows.append(_Row(c.position.path, c.position.line, c.position.column, f"{tag(c.invariant)}output construction",
-                         c.function, _path_text(c.on_connector_path, c.path_reason), detail, concern))
+                         c.function, _path_text(c.on_connector_path, c.path_reason), detail, concern, c.invariant))
     for p in report.payload_constructions:
         rows.append(_Row(p.position.path, p.position.line, p.position.column,
                          f"{tag(p.invariant)}payload construction",
-                         p.function, _path_text(p.on_connector_path, p.path_reason), p.expression, False))
+                         p.function, _path_text(p.on_connector_path, p.path_reason), p.expression, False, p.invariant))
     for a in report.connector_output_accesses:
         detail = f"guarded by {a.guard}" if a.guarded else "may be None here"
         rows.append(_Row(a.position.path, a.position.line, a.position.column,
-                         f"{fields.get(a.invariant, 'kv_connector_output')} read",
+                         f"{fields.get(a.invariant, 'connector output')} read",
                          a.function, _path_text(a.on_connector_path, a.path_reason),
-                         f"{a.expression}: {detail}", False))
+                         f"{a.expression}: {detail}", False, a.invariant))
     for w in report.connector_output_writes:
         detail = f"{w.expression} = {w.value}" + (" (may be None)" if w.may_be_none else "")
         rows.append(_Row(w.position.path, w.position.line, w.position.column,
-                         f"{fields.get(w.invariant, 'kv_connector_output')} write",
-                         w.function, _path_text(w.on_connector_path, w.path_reason), detail, False))
+                         f"{fields.get(w.invariant, 'connector output')} write",
+                         w.function, _path_text(w.on_connector_path, w.path_reason), detail, False, w.invariant))
     for u in report.sentinel_uses:
-        concern = u.use == "mutated" or (u.use == "returned" and u.on_connector_path)
+        concern = u.use == "mutated" or (u.use == "returned" and u.on_connector_path and not u.allowed_empty)
+        detail = u.expression + (" (allowed: the connector output is empty here)" if u.allowed_empty else "")
         rows.append(_Row(u.position.path, u.position.line, u.position.column, f"{tag(u.invariant)}sentinel {u.use}",
-                         u.function, _path_text(u.on_connector_path, u.path_reason), u.expression, concern))
+                         u.function, _path_text(u.on_connector_path, u.path_reason), detail, concern, u.invariant))
     for d in report.dropped_kv_outputs:
         rows.append(_Row(d.position.path, d.position.line, d.position.column,
                          f"{tag(d.invariant)}connector output dropped", d.function,
-                         _path_text(d.on_connector_path, ""), f"{d.expression}: `{d.operand}` not handed on", True))
+                         _path_text(d.on_connector_path, ""), f"{d.expression}: `{d.operand}` not handed on", True,
+                         d.invariant))
     for s in report.connector_scopes:
         rows.append(_Row(s.position.path, s.position.line, s.position.column, f"{tag(s.invariant)}connector {s.kind}",
-                         s.function, _path_text(True, s.path_reason), s.expression, False))
+                         s.function, _path_text(True, s.path_reason), s.expression, False, s.invariant))
     return sorted(rows)
 
 
-def _codes_at(report: AuditReport) -> dict[tuple[str, int, int], list[str]]:
-    """Finding codes by (path, line, 1-based column): a row shows the rules its site breaks."""
-    codes: defaultdict[tuple[str, int, int], list[str]] = defaultdict(list)
+def _codes_at(report: AuditReport) -> dict[tuple[str, int, int, str], list[str]]:
+    """Finding codes by (path, line, 1-based column, invariant): a row shows the rules its site breaks."""
+    codes: defaultdict[tuple[str, int, int, str], list[str]] = defaultdict(list)
     for finding in report.findings:
-        codes[(finding.path, finding.line, finding.column + 1)].append(finding.code)
+        codes[(finding.path, finding.line, finding.column + 1, finding.invariant)].append(finding.code)
     return codes
 
 
@@ -183,7 +186,7 @@ def audit_text(report: AuditReport, color: bool = False, width: int | None = Non
             table.add_column("detail", overflow="fold", ratio=1)
             table.add_column("rule", no_wrap=True, width=6)
             for row in rows:
-                codes = " ".join(codes_at.get((row.path, row.line, row.column), []))
+                codes = " ".join(codes_at.get((row.path, row.line, row.column, row.invariant), []))
                 style = "red" if codes else ("yellow" if row.concern else "")
                 on = row.connector_path.startswith("on")
                 detail = Text(printable(row.detail))
@@ -331,7 +334,7 @@ def audit_markdown(report: AuditReport, base_url: str | None = None, limit: int 
         lines = [
             f"| {_md_location(row.path, row.line, row.column, base_url)} | {row.what} | {_md_code(row.function)} "
             f"| {_md(row.connector_path)} | {_md(row.detail)} | "
-            f"{', '.join(codes_at.get((row.path, row.line, row.column), []))} |"
+            f"{', '.join(codes_at.get((row.path, row.line, row.column, row.invariant), []))} |"
             for row in rows
         ]
         blocks.append((title, opening, lines, ["", "</details>", ""]))
@@ -430,6 +433,7 @@ _PRODUCER_EDGES = {
     "built with it": "ok",
     "attaches a connector output": "ok",
     "copy of the sentinel": "copy",
+    "returns the sentinel, its output empty": "copy",
     "built without it, off path": "off",
     "returns the sentinel, off path": "off",
     "unknown (**kwargs)": "off",
@@ -527,7 +531,9 @@ def connector_graph(report: AuditReport) -> ConnectorGraph:
             label = "built without it, off path"
         add(producers, c.invariant, c.position.path, c.function, label)
     for u in report.sentinel_uses:
-        if u.use == "returned":
+        if u.use == "returned" and u.allowed_empty:
+            label = "returns the sentinel, its output empty"
+        elif u.use == "returned":
             label = ("returns the sentinel on a connector path" if u.on_connector_path
                      else "returns the sentinel, off path")
         elif u.use == "copied":

@@ -102,9 +102,8 @@ class TreeIndex:
         for d in optional:
             optional_names.setdefault(d.name, set()).add(d.returns.name if d.returns is not None else "")
         plain_names = {d.name for d in functions if not returns_optional_payload(d, payload)} | set(other_definitions)
-        self.optional_method_names = {  # one payload class for every definition of the name, or "" (several)
-            name: min(classes) if len(classes) == 1 else "" for name, classes in optional_names.items()
-            if name not in plain_names
+        self.optional_method_names = {  # the payload classes its definitions declare, as they spell them
+            name: tuple(sorted(classes)) for name, classes in optional_names.items() if name not in plain_names
         }
         self.payload_names = frozenset(
             [name for decl in self.classes.values() for name, type_ in decl.members if _holds(type_, payload)]
@@ -165,12 +164,12 @@ class TreeIndex:
 
     # ------------------------------------------------------------ functions
 
-    def returns_optional(self, callee: str, module_name: str) -> str | None:
-        """The payload class a call to the resolved callee (receiver unknown) returns Optional, "" when the
-        definitions of a method name disagree on it; None when the call returns no Optional payload."""
+    def returns_optional(self, callee: str, module_name: str) -> tuple[str, ...] | None:
+        """The payload classes a call to the resolved callee (receiver unknown) is declared to return Optional
+        (each definition of a method name may spell one); None when it returns no Optional payload."""
         for name in (callee, f"{module_name}.{callee}"):
             if name in self.optional_qualnames:
-                return self.optional_qualnames[name]
+                return (self.optional_qualnames[name],)
         if "." in callee:
             return self.optional_method_names.get(callee.rpartition(".")[2])
         return None

@@ -142,6 +142,8 @@ def test_the_same_in_setup_cfg(project: Path) -> None:
      "[tool.kvlint] invariant 'draft' is not a preset, so it needs 'payload-class'"),
     ('[[tool.kvlint.invariants]]\nname = "kv"\n[[tool.kvlint.invariants]]\nname = "kv"',
      "[tool.kvlint] invariant 'kv' is given twice"),
+    ('presets = ["ec"]\n[[tool.kvlint.invariants]]\nname = "kv"\nempty-output = "allow-when-empty"',
+     "[tool.kvlint] invariant 'kv' changes the 'kv' preset, which 'presets' leaves out"),
     ('[[tool.kvlint.invariants]]\nname = "ec"\nconnector-guards = "has_ec_transfer"',
      "'connector-guards' in [tool.kvlint] invariant 'ec' must be a list of strings, got string"),
     ('[[tool.kvlint.invariants]]\nname = "ec"\npayload-class = "not a name"',

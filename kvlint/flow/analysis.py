@@ -30,7 +30,7 @@ from kvlint.names import ImportTable, matches
 from kvlint.sites import Site, SiteKind, Span
 from kvlint.tree_index import TreeIndex
 
-CONNECTOR_PATH_MARKER = re.compile(r"#\s*kvlint:\s*connector-path\b(?:\[(?P<invariants>[\w\s,]*)\])?")
+CONNECTOR_PATH_MARKER = re.compile(r"#\s*kvlint:\s*connector-path\b(?:\s*\[(?P<invariants>[\w\s,]*)\])?")
 
 
 class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
@@ -142,8 +142,9 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
                 reasons[invariant.name] = f"`{name}` is listed in connector-functions"
         marked = self._connector_marker(node)
         if marked is not None:
-            for invariant in marked or self.invariant_names[:1]:  # a bare marker: the first invariant (`kv`)
-                if invariant in self.invariants.by_name:
+            named = {name.lower() for name in marked}
+            for invariant in self.invariant_names if marked else self.invariant_names[:1]:  # bare: the first (`kv`)
+                if not marked or invariant.lower() in named:
                     reasons.setdefault(invariant, "marked `# kvlint: connector-path`")
         for invariant in self.index.connector_callees.get(f".{name}" if self.scope.class_name else name, ()):
             reasons.setdefault(invariant, f"every call of `{name}` in the tree is on a connector path")

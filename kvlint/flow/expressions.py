@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
+from kvlint.flow.recording import site_invariant
 from kvlint.flow.state import (
     FRESH,
     UNTRACKED,
@@ -89,8 +90,9 @@ class Expressions:
         return self.imports.resolve_dotted(spelled)
 
     def _sentinel_value(self, name: str) -> Value:
-        # a class attribute bound to the sentinel (`self._EMPTY`) names none: it is every invariant's
-        sharing = self.invariants.with_sentinel(self.imports.resolve_dotted(name)) or self.invariant_names
+        # a class attribute bound to a sentinel (`self._EMPTY`) does not say which: every invariant's when
+        # they all share their sentinels (vLLM's two do), else none (silence rather than a guess)
+        sharing = self.invariants.with_sentinel(self.imports.resolve_dotted(name)) or self.invariants.shared_sentinel
         return Value(Nullness.NOT_NONE, sentinel=True, origin=f"`{name}`", sentinel_of=sharing)
 
     # ------------------------------------------------------- declarations
@@ -297,7 +299,8 @@ class Expressions:
             receiver.shallow_copy and attr not in receiver.known_fields and not attr.startswith("__")
         ):
             # a copy made with `copy.copy` / `dataclasses.replace` shares the sentinel's lists and dicts
-            return Value(Nullness.UNKNOWN, sentinel_part=True, shallow_copy=receiver.shallow_copy, origin=f"`{code}`")
+            return Value(Nullness.UNKNOWN, sentinel_part=True, shallow_copy=receiver.shallow_copy, origin=f"`{code}`",
+                         sentinel_of=receiver.sentinel_of)
         if receiver.nullness is Nullness.UNKNOWN and not receiver.tracked and key is None:
             return UNTRACKED
         if isinstance(node, cst.Attribute) and matches(self._resolve(node, state), self.invariants.empty_sentinels):
@@ -454,10 +457,12 @@ class Expressions:
         self, node: cst.Call, callee: str | None, receiver: Value | None, args: list[Value], state: NullnessState
     ) -> Value | None:
         """Calls whose meaning kvlint knows: constructions, copies, containers, getattr, mutation."""
-        helper = self.invariants.of_attaching_helper(callee)
-        if helper and any(value.output_sites for value in args):
+        helped = self.invariants.with_attaching_helper(callee)
+        if helped and any(value.output_sites for value in args):
             # `with_ec_conn_output(output, ec)`: the output it is given leaves with the connector output attached
-            self.attached_outputs.update(site for value in args for site in value.output_sites if site[-1] == helper)
+            self.attached_outputs.update(
+                site for value in args for site in value.output_sites if site_invariant(site) in helped
+            )
         invariant = self.invariants.of_payload_class(callee) if callee else ""
         if invariant:
             self._record(SiteKind.PAYLOAD_CONSTRUCTION, node, state=state, invariant=invariant)
@@ -477,7 +482,8 @@ class Expressions:
         if matches(callee, COPY_FUNCTIONS):
             if args and args[0].sentinel:
                 self._record(SiteKind.SENTINEL_USE, node, sentinel_use=SentinelUseKind.COPIED,
-                             operand=self._code(node.args[0].value), state=state)
+                             operand=self._code(node.args[0].value), state=state,
+                             invariant=args[0].sentinel_of[0] if args[0].sentinel_of else "")
                 unknown_fields = any(a.star == "**" for a in node.args)  # `replace(EMPTY, **fields)`
                 shallow = not matches(callee, ("copy.deepcopy", "deepcopy")) and not unknown_fields
                 given = frozenset(a.keyword.value for a in node.args if a.keyword is not None)  # fresh values
@@ -493,7 +499,7 @@ class Expressions:
                     return Value(Nullness.NOT_NONE, shallow_copy=True, known_fields=args[0].known_fields | given)
             return FRESH
         if callee in ("setattr", "object.__setattr__", "object.__delattr__", "delattr") and args and args[0].sentinel:
-            self._record_mutation(node, node.args[0].value, state)
+            self._record_mutation(node, node.args[0].value, state, args[0])
             return UNTRACKED
         if isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Attribute):
             owner = node.func.value  # `out.__dict__.update(...)` may give a copy fresh members
@@ -582,13 +588,15 @@ class Expressions:
             if decl.returns is None or decl.returns.kind not in ("class", "list", "dict"):
                 return UNTRACKED
             returns = self._substituted(decl.returns, receiver) if receiver is not None else decl.returns
-            named = returns.name if returns.kind == "class" else ""
-            return self._typed_value(returns, self._declared_origin(node, named)) or UNTRACKED
-        payload = self.index.returns_optional(callee, self.module_name) if callee is not None else None
-        if payload is not None:
-            invariant = self.invariants.of_payload_class(payload) if payload else ""
+            return self._typed_value(returns, self._declared_origin(node, _payload_of(returns))) or UNTRACKED
+        payloads = self.index.returns_optional(callee, self.module_name) if callee is not None else None
+        if payloads:
+            owners = {self._payload_invariant(payload) for payload in payloads}
+            invariant = owners.pop() if len(owners) == 1 else ""  # definitions of two invariants: say neither
+            shown = {payload.rpartition(".")[2] for payload in payloads}
             return Value(Nullness.MAYBE_NONE, connector_output=True, evidence=True, kv_source=True,
-                         origin=self._declared_origin(node, payload), invariant=invariant)
+                         origin=self._declared_origin(node, shown.pop() if len(shown) == 1 else ""),
+                         invariant=invariant)
         return UNTRACKED
 
     def _declared_origin(self, node: cst.Call, payload: str = "") -> str:
@@ -763,3 +771,10 @@ class Expressions:
             self._eval(inner, state)
             self._hand_on([inner], state)
         return UNTRACKED
+
+
+def _payload_of(declared: TypeRef) -> str:
+    """The class a declared type holds, through lists and dicts (`list[KVConnectorOutput | None]`)."""
+    while declared.kind in ("list", "dict") and declared.element is not None:
+        declared = declared.element
+    return declared.name if declared.kind == "class" else ""

@@ -122,10 +122,10 @@ class Narrowing:
 
     def _condition_of(self, test: cst.BaseExpression, state: NullnessState) -> tuple[object, ...] | None:
         """What a boolean assigned from `test` remembers: `use_kv = has_kv_transfer_group()`, `ok = x is not None`."""
-        invariant = self.invariants.of_guard(self._resolve(test.func, state)) if isinstance(test, cst.Call) else ""
-        if invariant:
+        invariants = self.invariants.with_guard(self._resolve(test.func, state)) if isinstance(test, cst.Call) else ()
+        if invariants:
             callee = self._resolve(test.func, state) or "?"
-            return ("path", invariant, f"`{callee.rpartition('.')[2]}()` is true here")
+            return ("path", invariants, f"`{callee.rpartition('.')[2]}()` is true here")
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
             comparison = test.comparisons[0]
             if isinstance(comparison.operator, (cst.Is, cst.IsNot)) and is_none_literal(comparison.comparator):
@@ -140,8 +140,9 @@ class Narrowing:
     ) -> bool:
         """Narrow by a remembered guard; False when the value it spoke of has changed since."""
         if condition[0] == "path":
-            true_state.set_path(str(condition[1]), PathFact.ON, str(condition[2]))
-            false_state.set_path(str(condition[1]), PathFact.OFF)
+            for invariant in condition[1]:  # type: ignore[union-attr]
+                true_state.set_path(invariant, PathFact.ON, str(condition[2]))
+                false_state.set_path(invariant, PathFact.OFF)
             return True
         kind, key, held = condition
         if true_state.values.get(str(key)) != held:
@@ -182,14 +183,16 @@ class Narrowing:
         self, test: cst.Call, state: NullnessState, how: str
     ) -> tuple[NullnessState, NullnessState] | None:
         callee = self._resolve(test.func, state)
-        invariant = self.invariants.of_guard(callee)
-        if invariant:
+        invariants = self.invariants.with_guard(callee)
+        if invariants:
             self._eval(test, state)
             name = callee.rpartition(".")[2] if callee else "?"
-            self._record(SiteKind.CONNECTOR_GUARD, test, state=state, invariant=invariant)
+            for invariant in invariants:
+                self._record(SiteKind.CONNECTOR_GUARD, test, state=state, invariant=invariant)
             true_state, false_state = state, state.copy()
-            true_state.set_path(invariant, PathFact.ON, f"`{name}()` is true here")
-            false_state.set_path(invariant, PathFact.OFF)
+            for invariant in invariants:
+                true_state.set_path(invariant, PathFact.ON, f"`{name}()` is true here")
+                false_state.set_path(invariant, PathFact.OFF)
             return true_state, false_state
         if isinstance(test.func, cst.Attribute) and test.func.attr.value == "is_empty" and not test.args:
             key = ref_key(test.func.value)

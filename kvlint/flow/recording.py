@@ -10,11 +10,18 @@ from kvlint.flow.state import (
     Value,
 )
 from kvlint.flow.syntax import (
-    dotted_name,
     is_none_literal,
     one_line,
 )
 from kvlint.sites import DerefTarget, SentinelUseKind, Site, SiteKind, Span
+
+
+SiteKey = tuple[object, ...]  # (kind, span, sink, sentinel use, invariant): one site of one invariant
+
+
+def site_invariant(key: SiteKey) -> str:
+    """The invariant a site key belongs to (it ends the key)."""
+    return str(key[-1])
 
 
 class Recording:
@@ -81,21 +88,19 @@ class Recording:
         self._record(
             SiteKind.SENTINEL_USE,
             target,
-            invariant=self._mutated_invariant(target, receiver),
+            invariant=self._mutated_invariant(target, value),
             sentinel_use=SentinelUseKind.MUTATED,
             operand=self._code(receiver),
             sink=member,
             state=state,
         )
 
-    def _mutated_invariant(self, target: cst.CSTNode, receiver: cst.BaseExpression) -> str:
+    def _mutated_invariant(self, target: cst.CSTNode, value: Value | None) -> str:
         """The invariant a mutation of the sentinel speaks for: the field it sets, else the first whose
         sentinel it is (one finding, however many invariants share the sentinel)."""
         if isinstance(target, cst.Attribute) and self.invariants.of_field(target.attr.value):
             return self.invariants.of_field(target.attr.value)
-        spelled = dotted_name(receiver)
-        sharing = self.invariants.with_sentinel(self.imports.resolve_dotted(spelled)) if spelled else ()
-        return sharing[0] if sharing else ""
+        return value.sentinel_of[0] if value is not None and value.sentinel_of else ""
 
     def _record_output_construction(self, node: cst.Call, state: NullnessState) -> list[tuple[object, ...]]:
         """Record `ModelRunnerOutput(...)` once per invariant whose output class it is; return the keys of

@@ -130,7 +130,9 @@ def join_values(a: Value, b: Value) -> Value:
         output_sites=a.output_sites | b.output_sites,  # either construction may be the one attached later
         never_returns=a.never_returns and b.never_returns,
         condition=a.condition if a.condition == b.condition else None,
-        invariant=min(filter(None, (a.invariant, b.invariant)), default=""),
+        # two invariants' outputs met here: whose it is, nobody knows (it proves neither connector active)
+        invariant=a.invariant if a.invariant == b.invariant or not b.invariant else (
+            b.invariant if not a.invariant else ""),
         sentinel_of=_join_sentinel_of(a, b),
     )
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 import libcst as cst
 
 from kvlint.annotations import AnnotationKind
+from kvlint.flow.recording import site_invariant
 from kvlint.flow.state import (
     FRESH,
     join_values,
@@ -84,6 +85,7 @@ class Statements:
                 self._record(
                     SiteKind.SENTINEL_USE,
                     target,
+                    invariant=value.sentinel_of[0] if value.sentinel_of else "",
                     sentinel_use=SentinelUseKind.ALIASED,
                     expression=f"{target.value} = {self._code(value_node)}",
                     state=state,
@@ -93,7 +95,7 @@ class Statements:
             receiver = self._eval(target.value, state)
             self._sink(target.value, receiver, f"attribute assignment `.{target.attr.value}`", target, state)
             if receiver.sentinel:
-                self._record_mutation(target, target.value, state)
+                self._record_mutation(target, target.value, state, receiver)
             invariant = self.invariants.of_field(target.attr.value)
             if invariant:
                 self._attach(target.value, receiver, value, state, invariant)
@@ -181,7 +183,7 @@ class Statements:
         """`out.kv_connector_output = v`: an output built without it, or a copy of the sentinel, now has it."""
         if value.nullness is Nullness.NONE:
             return
-        attached = frozenset(site for site in receiver.output_sites if site[-1] == invariant)
+        attached = frozenset(site for site in receiver.output_sites if site_invariant(site) == invariant)
         self.attached_outputs.update(attached)
         key = ref_key(node)
         if key is not None and (attached or receiver.empty_copy):
@@ -246,6 +248,8 @@ class Statements:
                 value = dataclasses.replace(declared, kv_source=False)
             self._assign(node.target, value, state, node.value)
             return state
+        declared_payload = self._annotation_value(node.annotation.annotation, "") if kind is not None else None
+        invariant = declared_payload.invariant if declared_payload is not None else ""
         if node.value is None:
             if kind is AnnotationKind.OPTIONAL_PAYLOAD and isinstance(node.target, cst.Name):
                 self._bind(
@@ -255,6 +259,7 @@ class Statements:
                         connector_output=True,
                         evidence=True,
                         origin=f"declared `{self._code(node.annotation.annotation)}`",
+                        invariant=invariant,
                     ),
                     state,
                 )
@@ -267,9 +272,10 @@ class Statements:
                     connector_output=True,
                     evidence=True,
                     origin=value.origin or f"declared `{self._code(node.annotation.annotation)}`",
+                    invariant=value.invariant or invariant,
                 )
         elif kind is AnnotationKind.PAYLOAD and value.nullness is Nullness.UNKNOWN:
-            value = Value(Nullness.NOT_NONE, connector_output=True, guard="annotated non-Optional")
+            value = Value(Nullness.NOT_NONE, connector_output=True, guard="annotated non-Optional", invariant=invariant)
         self._assign(node.target, value, state, node.value)
         return state
 
@@ -279,7 +285,7 @@ class Statements:
             receiver = self._eval(node.target.value, state)
             self._sink(node.target.value, receiver, f"attribute access `.{node.target.attr.value}`", node.target, state)
             if receiver.sentinel:
-                self._record_mutation(node.target, node.target.value, state)
+                self._record_mutation(node.target, node.target.value, state, receiver)
             target_value = self._attribute_value(node.target, receiver, state)
             in_place = isinstance(node.value, (cst.List, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.Tuple))
             if target_value.sentinel_part and not receiver.sentinel and in_place:  # a list `+=` extends in place
@@ -304,7 +310,7 @@ class Statements:
                 receiver = self._eval(target.value, state)
                 self._sink(target.value, receiver, f"attribute deletion `.{target.attr.value}`", target, state)
                 if receiver.sentinel:
-                    self._record_mutation(target, target.value, state)
+                    self._record_mutation(target, target.value, state, receiver)
             elif isinstance(target, cst.Subscript):
                 receiver = self._eval(target.value, state)
                 self._sink(target.value, receiver, "subscript deletion", target, state)
@@ -346,12 +352,12 @@ class Statements:
         )
         reported: set[str] = set()
         for key, held in dropped:
-            invariant = held.invariant or self.invariants.first
-            if invariant in reported:
-                continue
+            invariant = held.invariant
+            if not invariant or invariant in reported:
+                continue  # "": a value that may be either of two invariants' outputs is not said to be lost
             reported.add(invariant)
             empty = (value.sentinel or value.empty_copy) and invariant in value.sentinel_of
-            bare = any(site[-1] == invariant for site in unattached)
+            bare = any(site_invariant(site) == invariant for site in unattached)
             if not (value.nullness is Nullness.NONE or empty or bare):
                 continue  # what it returns carries this invariant's output
             if state.connector_path_reason(invariant) and (empty or bare):
@@ -574,14 +580,15 @@ class Statements:
     def _with_item_value(self, expr: cst.BaseExpression, state: NullnessState) -> Value:
         if isinstance(expr, cst.Call):
             callee = self._resolve(expr.func, state)
-            invariant = self.invariants.of_context(callee)
-            if invariant:
+            invariants = self.invariants.with_context(callee)
+            if invariants:
                 self._eval_call_parts(expr, state)
                 name = callee.rpartition(".")[2] if callee else "?"
                 reason = f"inside `with {name}(...)`"
-                self._record(SiteKind.CONNECTOR_CONTEXT, expr, on_connector_path=True, path_reason=reason,
-                             invariant=invariant)
-                state.set_path(invariant, PathFact.ON, reason)
+                for invariant in invariants:
+                    self._record(SiteKind.CONNECTOR_CONTEXT, expr, on_connector_path=True, path_reason=reason,
+                                 invariant=invariant)
+                    state.set_path(invariant, PathFact.ON, reason)
                 return Value(
                     Nullness.NOT_NONE,
                     connector_output=True,
@@ -589,7 +596,7 @@ class Statements:
                     origin=f"`{self._code(expr)}`",
                     guard="connector context",
                     kv_source=True,
-                    invariant=invariant,
+                    invariant=invariants[0],  # what it yields is the first one's output
                 )
             invariant = self.invariants.of_optional_context(callee)
             if invariant:
