@@ -33,6 +33,7 @@ CONNECTOR_PATH_MARKER = "kvlint: connector-path"
 
 _CODE_RE = re.compile(r"^KVC[0-9]{0,3}$", re.ASCII)
 _CFG_SPLIT_RE = re.compile(r"[,\s]+")
+_CFG_INVARIANT_PREFIX = "kvlint.invariants."  # `[kvlint.invariants.NAME]` in setup.cfg
 _FILE_LEVEL_PREFIX = "KVC9"
 ALL_CODES = "KVC"  # what `ALL` (ruff's word for every code) stands for in select and ignore
 _FINGERPRINT_VERSION = "kvlint-config-2"
@@ -55,7 +56,6 @@ _MAPPING_KEYS = ("per-file-ignores",)
 _LIST_KEYS = _CODE_KEYS + _GLOB_KEYS + _ATTRIBUTE_KEYS + _DOTTED_KEYS
 _TABLE_KEYS = ("presets", "invariants")
 KNOWN_KEYS = _LIST_KEYS + _STRING_KEYS + tuple(_CHOICE_KEYS) + _MAPPING_KEYS + _TABLE_KEYS
-assert set(INVARIANT_KEYS) <= set(KNOWN_KEYS)
 _INVARIANT_TABLE_KEYS = ("name", *INVARIANT_KEYS)
 
 
@@ -503,13 +503,10 @@ def _cfg_section(path: Path, raw: bytes) -> Mapping[str, object] | None:
         return None
     data = _cfg_values(path, parser.items("kvlint")) if parser.has_section("kvlint") else {}
     if tables:  # `[kvlint.invariants.NAME]`: a section per invariant, the TOML list of tables' twin
-        data["invariants"] = [
-            {"name": name[len(_CFG_INVARIANT_PREFIX):], **_cfg_values(path, parser.items(name))} for name in tables
+        data["invariants"] = [  # the section names the invariant: a `name =` inside it cannot rename it
+            {**_cfg_values(path, parser.items(name)), "name": name[len(_CFG_INVARIANT_PREFIX):]} for name in tables
         ]
     return data
-
-
-_CFG_INVARIANT_PREFIX = "kvlint.invariants."
 
 
 def _cfg_values(path: Path, items: Sequence[tuple[str, str]]) -> dict[str, object]:
