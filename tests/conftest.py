@@ -36,6 +36,14 @@ def kvlint():
     return run_kvlint
 
 
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project root that is also the current directory; its `.git` stops kvlint's search for a configuration."""
+    (tmp_path / ".git").mkdir()
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
 @pytest.fixture(autouse=True)
 def no_result_cache_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """A developer's KVLINT_CACHE_DIR must not reach the kvlint runs of the tests (they ask for a cache explicitly)."""

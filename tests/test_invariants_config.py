@@ -15,13 +15,6 @@ from kvlint.runner import run
 from tests.conftest import run_kvlint
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / ".git").mkdir()
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def _load(project: Path, toml: str) -> Config:
     (project / "pyproject.toml").write_text(textwrap.dedent(toml), encoding="utf-8")
     return load_config([project])

@@ -10,8 +10,6 @@ import json
 import textwrap
 from pathlib import Path
 
-import pytest
-
 from kvlint.config import load_config
 from kvlint.runner import run
 from tests.conftest import run_kvlint
@@ -27,13 +25,6 @@ output-classes = ["ModelRunnerOutput"]
 empty-sentinels = ["EMPTY_FOO_OUTPUT"]
 connector-guards = ["has_foo"]
 """
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / ".git").mkdir()
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def _write(project: Path, files: dict[str, str]) -> None:

@@ -14,6 +14,7 @@ import pytest
 from kvlint.audit import build_audit
 from kvlint.config import Config, kv_overrides
 from kvlint.runner import run
+from tests.test_audit import _grep  # reads and writes of a field, by grep
 from tests.vllm_sources import vllm_tree
 
 pytestmark = pytest.mark.vllm
@@ -41,18 +42,6 @@ def _mutated(version: str, tmp_path: Path, edits: dict[str, tuple[str, str]]) ->
     return copy
 
 
-def _grep_ec(tree: Path) -> tuple[Counter[tuple[str, int]], Counter[tuple[str, int]]]:
-    """(reads, writes) of `.ec_connector_output` in `vllm/**/*.py`, by (path, line)."""
-    reads: Counter[tuple[str, int]] = Counter()
-    writes: Counter[tuple[str, int]] = Counter()
-    for path in sorted((tree / "vllm").rglob("*.py")):
-        relative = path.relative_to(tree).as_posix()
-        for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
-            for match in EC_ACCESS.finditer(line):
-                (writes if match.group("write") else reads)[(relative, number)] += 1
-    return reads, writes
-
-
 def _constructions_passing_ec(tree: Path) -> set[tuple[str, int]]:
     """`ModelRunnerOutput(...)` calls with an `ec_connector_output=` keyword, from `ast` (not from kvlint)."""
     found = set()
@@ -73,7 +62,7 @@ def test_the_ec_inventory_is_what_grep_finds(version: str, monkeypatch: pytest.M
     tree = vllm_tree(version)
     config = Config()
     report = build_audit(_run(tree, config, monkeypatch), config, ["vllm"])
-    reads, writes = _grep_ec(tree)
+    reads, writes = _grep(tree, EC_ACCESS)
     constructions = _constructions_passing_ec(tree)
     assert constructions, "no construction passes `ec_connector_output=`: has the tree changed shape?"
     if version == "0.33.0":
