@@ -128,9 +128,6 @@ class InvariantSet:
         same = len({frozenset(i.empty_sentinels) for i in self.invariants}) == 1
         self.shared_sentinel = tuple(self.by_name) if same else ()
 
-    def __bool__(self) -> bool:
-        return bool(self.invariants)
-
     def of_field(self, name: str) -> str:
         """The invariant whose optional field `name` is ("" none)."""
         return self._field_owner.get(name, "")
@@ -158,9 +155,6 @@ class InvariantSet:
     def with_output_class(self, qualified: str | None) -> tuple[str, ...]:
         """Every invariant whose output classes include `qualified`."""
         return self._every(qualified, "output_classes")
-
-    def with_connector_function(self, name: str) -> tuple[str, ...]:
-        return self._every(name, "connector_functions")
 
     def payload_fields_of(self, invariant: str) -> tuple[str, ...]:
         """The payload optional fields of `invariant`; of every invariant when it is not known."""
