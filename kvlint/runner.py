@@ -86,14 +86,14 @@ def run(
     unreadable: list[Finding] = []
     skipped: list[tuple[SourceFile, bytes]] = []
     cache = _RunCache.open(cache_dir, config, everything) if cache_dir is not None and suppress else None
-    relevant: Iterable[tuple[SourceFile, bytes, Config, tuple[str, ...]]] = [
-        (source, data, config, names)
+    relevant: Iterable[tuple[SourceFile, bytes, Config, tuple[str, ...]]] = (  # read and scanned as the
+        (source, data, config, names)                                           # workers parse what it finds
         for source, data in _read(entries, unreadable)
         if _is_relevant(source, data, names, skipped, unreadable)
-    ]
+    )
     if cache is not None:
-        relevant = list(cache.unknown(relevant))
-    jobs = min(jobs, default_jobs(), max(1, len(relevant)))  # more workers than files or CPUs only cost
+        relevant = cache.unknown(relevant)
+    jobs = min(jobs, default_jobs())  # more workers than CPUs only cost; the pool forks no more than its items
     with _Pool(jobs, len(entries)) as pool:
         prepared = pool.map(_prepare, relevant, on_crash=_prepare_crashed)
         declarations = [entry for p in prepared for entry in p.declarations]

@@ -15,6 +15,7 @@ alone in a fresh process, and reported with `on_crash` if that dies too.
 
 from __future__ import annotations
 
+import itertools
 import os
 import pickle
 import select
@@ -24,6 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, BinaryIO
 
 _SIGNALS = {signal.SIGINT, signal.SIGTERM}
+_END = object()  # what `next` gives when a source of items has run out
 
 
 class _Worker:
@@ -79,34 +81,61 @@ class WorkerPool:
     def map(self, function: Callable[[Any], Any], items: Iterable[Any],
             progress: Callable[[int, int], None] | None = None,
             on_crash: Callable[[Any], Any] | None = None) -> list[Any]:
-        """`function(item)` for each item, in order; an item whose process dies twice gets `on_crash(item)`."""
-        items = list(items)
-        if self.parallel and items and not self.started:
-            self._start()
-        if not self.workers:
-            return _in_process(function, items, progress)
-        results: list[Any] = [None] * len(items)
-        waiting = iter(range(len(items)))
+        """`function(item)` for each item, in order; an item whose process dies twice gets `on_crash(item)`.
+
+        `items` may be a generator that does work of its own (the runner reads and scans files in it): it is
+        drawn from while the workers are busy, so that its work overlaps theirs. Workers are forked as items
+        arrive, never more than the items nor `jobs`; a single item is done in this process.
+        """
+        source = iter(items)
+        received: list[Any] = []
+        if self.parallel and not self.started:
+            received += itertools.islice(source, 2)
+            if len(received) < 2:
+                return _in_process(function, received, progress)
+            self.started = True
+        if not self.parallel or (not self.workers and self.problem):
+            return _in_process(function, [*received, *source], progress)
+        results: list[Any] = [None] * len(received)
         busy: dict[int, tuple[_Worker, int]] = {}  # result fd -> (worker, item index)
-        done = 0
+        idle = list(self.workers)
+        next_index = done = 0
+        exhausted = False
 
-        def hand_out(worker: _Worker) -> None:
-            index = next(waiting, None)
-            if index is not None:
-                worker.send((function, items[index]))
-                busy[worker.results.fileno()] = (worker, index)
+        def pull() -> bool:
+            """Draw one more item from the source; False when it has none left."""
+            nonlocal exhausted
+            item = _END if exhausted else next(source, _END)
+            if item is _END:
+                exhausted = True
+                return False
+            received.append(item)
+            results.append(None)
+            return True
 
-        for worker in list(self.workers):
-            hand_out(worker)
-        while done < len(items):
-            if not busy:  # every worker died and none could be started again: the rest here
-                for index in waiting:
-                    results[index] = function(items[index])
-                    done += 1
-                    if progress:
-                        progress(done, len(items))
+        while True:
+            while next_index < len(received) or pull():
+                if not idle and len(self.workers) < self.jobs and not self.problem:
+                    forked = self._fork()
+                    if forked is not None:
+                        self.workers.append(forked)
+                        idle.append(forked)
+                if not idle:
+                    break
+                worker = idle.pop()
+                worker.send((function, received[next_index]))
+                busy[worker.results.fileno()] = (worker, next_index)
+                next_index += 1
+            if not busy:
+                if exhausted and next_index >= len(received):
+                    break
+                received += source  # no worker could be started, or every one died: the rest here
+                results[next_index:] = [function(item) for item in received[next_index:]]
                 break
-            ready, _, _ = select.select(list(busy), [], [])
+            reading = not exhausted and not idle  # every worker is busy: read ahead rather than wait for them
+            if reading:
+                pull()
+            ready, _, _ = select.select(list(busy), [], [], 0 if reading else None)
             for fd in ready:
                 worker, index = busy.pop(fd)
                 try:
@@ -114,30 +143,20 @@ class WorkerPool:
                 except Exception:  # noqa: BLE001 - EOF or a torn pickle: the worker died on this item
                     self.workers.remove(worker)
                     worker.close(kill=True)
-                    results[index] = _isolated(function, items[index], on_crash, self.initializer, self.workers)
+                    results[index] = _isolated(function, received[index], on_crash, self.initializer, self.workers)
                     replacement = self._fork()
                     if replacement is not None:
                         self.workers.append(replacement)
-                        hand_out(replacement)
+                        idle.append(replacement)
                 else:
                     if not succeeded:
                         raise value
                     results[index] = value
-                    hand_out(worker)
+                    idle.append(worker)
                 done += 1
                 if progress:
-                    progress(done, len(items))
+                    progress(done, len(received))
         return results
-
-    def _start(self) -> None:
-        self.started = True
-        for _ in range(self.jobs):
-            worker = self._fork()
-            if worker is None:
-                break
-            self.workers.append(worker)
-        if len(self.workers) < 2:  # one worker process only adds a copy of the work: do it here
-            self.close(kill=True)
 
     def _fork(self) -> _Worker | None:
         try:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kvlint import runner
+from kvlint import runner, worker_pool
 from kvlint.config import Config
 from tests.conftest import FIXTURES, ROOT, run_kvlint
 from tests.second_user import kvlint_as_other_user, shared_directory
@@ -118,22 +118,33 @@ def test_a_fork_failure_under_a_process_limit_falls_back_and_says_so_once(limit:
 
 
 def test_jobs_is_capped_by_the_relevant_files_and_the_cpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers are forked as relevant files are found: never more than the CPUs, nor than the relevant files,
+    and none for a single one."""
     for number in range(6):
         (tmp_path / f"m{number}.py").write_text(CANARY.replace("step", f"step{number}"))
     for number in range(20):
         (tmp_path / f"plain{number}.py").write_text("x = 1\n")
-    sizes: list[int] = []
-    real_pool = runner._Pool
+    forked: list[int] = []
+    real_fork = worker_pool._fork_worker
 
-    def recording_pool(jobs: int, size: int) -> runner._Pool:
-        sizes.append(jobs)
-        return real_pool(jobs, size)
+    def counting_fork(initializer, siblings):  # type: ignore[no-untyped-def]
+        worker = real_fork(initializer, siblings)
+        forked.append(worker.pid)
+        return worker
 
-    monkeypatch.setattr(runner, "_Pool", recording_pool)
+    monkeypatch.setattr(worker_pool, "_fork_worker", counting_fork)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(runner, "default_jobs", lambda: 4)
-    runner.run([Path(".")], Config(), jobs=64)
-    assert sizes == [4]  # the CPUs
+    expected = runner.run([Path(".")], Config(), jobs=1).findings
+    assert forked == []  # one job: this process
+    assert runner.run([Path(".")], Config(), jobs=64).findings == expected
+    assert len(forked) == 4  # the CPUs
+    forked.clear()
     monkeypatch.setattr(runner, "default_jobs", lambda: 16)
+    assert runner.run([Path(".")], Config(), jobs=64).findings == expected
+    assert len(forked) == 6  # the relevant files
+    forked.clear()
+    for number in range(1, 6):
+        (tmp_path / f"m{number}.py").unlink()
     runner.run([Path(".")], Config(), jobs=64)
-    assert sizes[-1] == 6  # the relevant files
+    assert forked == []  # one relevant file: analysed here
