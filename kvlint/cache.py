@@ -42,7 +42,7 @@ from kvlint.sites import DerefTarget, SentinelUseKind, Site, SiteKind, Span
 from kvlint.declarations import Declaration, declaration_from_json
 from kvlint.tree_index import TreeIndex
 
-CACHE_FORMAT = 4  # bump when an entry's layout changes
+CACHE_FORMAT = 5  # bump when an entry's layout changes
 _TAG = (  # https://bford.info/cachedir/: backup tools skip a directory holding this file
     "Signature: 8a477f597d28d172789f06886806bc55\n# a cache directory written by kvlint\n"
 )

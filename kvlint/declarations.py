@@ -95,6 +95,7 @@ class ClassDecl:
     positional: bool = False  # a dataclass or NamedTuple whose `fields` are its constructor's positions
     type_params: tuple[str, ...] = ()  # `class Buffer(Generic[T])`: the resolved names of T, ...
     rebound: tuple[str, ...] = ()  # class attributes bound to something else here, or on `self` in a method
+    sentinel_sources: tuple[str, ...] = ()  # the resolved sentinel each of `sentinel_members` is bound to
 
     def member_types(self) -> dict[str, TypeRef]:
         """The members by name (built once: the flow asks for them at every attribute read)."""
@@ -107,7 +108,7 @@ class ClassDecl:
     def to_json(self) -> list[object]:
         return ["c", self.qualname, self.name, list(self.bases), [[n, t.to_json()] for n, t in self.members],
                 list(self.fields), list(self.sentinel_members), self.positional, list(self.type_params),
-                list(self.rebound)]
+                list(self.rebound), list(self.sentinel_sources)]
 
 
 @dataclass(frozen=True)
@@ -146,12 +147,12 @@ def declaration_from_json(data: list[object]) -> Declaration:
         _, module, counts = data
         return PathCalls(str(module), tuple((str(n), int(c)) for n, c in counts))  # type: ignore[union-attr]
     if tag == "c":
-        _, qualname, name, bases, members, fields, sentinels, positional, params, rebound = data
+        _, qualname, name, bases, members, fields, sentinels, positional, params, rebound, sources = data
         return ClassDecl(
             str(qualname), str(name), tuple(map(str, bases)),  # type: ignore[call-overload]
             tuple((str(n), TypeRef.from_json(t)) for n, t in members),  # type: ignore[union-attr]
             tuple(map(str, fields)), tuple(map(str, sentinels)), bool(positional),  # type: ignore[call-overload]
-            tuple(map(str, params)), tuple(map(str, rebound)),  # type: ignore[call-overload]
+            tuple(map(str, params)), tuple(map(str, rebound)), tuple(map(str, sources)),  # type: ignore[call-overload]
         )
     if tag == "g":
         _, qualname, type_ = data
@@ -291,6 +292,7 @@ def _class_decl(
     members: dict[str, TypeRef] = {}
     fields: list[str] = []
     sentinel_members: list[str] = []
+    sentinel_sources: list[str] = []  # which sentinel each holds, resolved through the module's imports
     assigned: dict[str, list[ast.expr]] = {}
     positional = _generates_positional_init(node, resolve)
     rebound: list[str] = []
@@ -303,6 +305,7 @@ def _class_decl(
                 members[name] = type_
             if statement.value is not None and _is_sentinel(statement.value, resolve, sentinels):
                 sentinel_members.append(name)
+                sentinel_sources.append(resolve(ast_dotted_name(statement.value) or ""))
             elif statement.value is not None:
                 rebound.append(name)  # `_EMPTY: ClassVar[...] = copy.deepcopy(...)` in a subclass
             if matches(resolve(ast_dotted_name(statement.annotation) or ""), ("KW_ONLY",)):
@@ -313,6 +316,7 @@ def _class_decl(
             for target in statement.targets:
                 if isinstance(target, ast.Name) and _is_sentinel(statement.value, resolve, sentinels):
                     sentinel_members.append(target.id)
+                    sentinel_sources.append(resolve(ast_dotted_name(statement.value) or ""))
                 elif isinstance(target, ast.Name):
                     rebound.append(target.id)
         elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -333,7 +337,8 @@ def _class_decl(
     bases = tuple(resolve(name) for name in map(ast_dotted_name, node.bases) if name)
     rebound.extend(assigned)  # `self._EMPTY = copy.deepcopy(...)`: this instance holds its own
     return ClassDecl(qualname, node.name, bases, tuple(sorted(members.items())), tuple(fields),
-                     tuple(sentinel_members), positional, _type_params(node, resolve), tuple(sorted(set(rebound))))
+                     tuple(sentinel_members), positional, _type_params(node, resolve), tuple(sorted(set(rebound))),
+                     tuple(sentinel_sources))
 
 
 def _type_params(node: ast.ClassDef, resolve: Resolver) -> tuple[str, ...]:

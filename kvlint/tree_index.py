@@ -239,15 +239,16 @@ class TreeIndex:
                 return found
         return None
 
-    def is_sentinel_member(self, class_name: str, attribute: str) -> bool:
-        """The attribute is the class's handle on the sentinel, and no class on the way (nor an instance,
-        through `self.x = ...`) binds it to anything else."""
+    def sentinel_member(self, class_name: str, attribute: str) -> str | None:
+        """The sentinel (resolved name) the attribute is the class's handle on, when no class on the way (nor
+        an instance, through `self.x = ...`) binds it to anything else; None when it is no such handle."""
         for decl in self.mro(class_name):
             if attribute in decl.rebound:
-                return False
+                return None
             if attribute in decl.sentinel_members:
-                return True
-        return False
+                position = decl.sentinel_members.index(attribute)
+                return decl.sentinel_sources[position] if position < len(decl.sentinel_sources) else ""
+        return None
 
     def fields(self, class_name: str) -> tuple[str, ...] | None:
         """A class's positional field order (bases first), or None when a base is not in the tree."""

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import kvlint
+from kvlint.cache import CACHE_FORMAT
 from kvlint.config import Config
 from kvlint.runner import RunResult, run
 from tests.conftest import FIXTURES, ROOT, run_kvlint
@@ -111,7 +112,7 @@ def test_an_entry_whose_report_cannot_be_decoded_is_analysed_again(tree: Path) -
 
 def test_the_cache_directory_is_tagged_and_ignored_by_git(tree: Path) -> None:
     _run(tree / "cache")
-    root = tree / "cache" / "kvlint-v4"
+    root = tree / "cache" / f"kvlint-v{CACHE_FORMAT}"
     assert (root / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
     assert (root / ".gitignore").read_text().splitlines()[-1] == "*"
 

@@ -217,3 +217,29 @@ def test_markers_name_invariants_with_spaces_and_any_case(project: Path) -> None
             return EMPTY_MODEL_RUNNER_OUTPUT
     """})
     assert _found(project) == [("a.py", 3, "KVC002", "ec"), ("a.py", 5, "KVC002", "ec")]
+
+
+def test_a_class_attribute_knows_which_sentinel_it_holds(project: Path) -> None:
+    """`_EMPTY = EMPTY_FOO_OUTPUT` is `foo`'s sentinel under any spelling; `_VLLM = EMPTY_MODEL_RUNNER_OUTPUT`
+    is the `kv` and `ec` presets' one, and returning it under `has_foo()` drops nothing of `foo`'s."""
+    _write(project, {
+        "pyproject.toml": FOO,
+        "a.py": """
+            from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT
+            from foo import EMPTY_FOO_OUTPUT, has_foo
+            class Runner:
+                _EMPTY = EMPTY_FOO_OUTPUT
+                _VLLM = EMPTY_MODEL_RUNNER_OUTPUT
+                def step(self):
+                    if has_foo():
+                        return self._EMPTY
+                    return None
+                def other(self):
+                    if has_foo():
+                        return self._VLLM
+                    return None
+                def spoil(self, x):
+                    self._EMPTY.req_ids = x
+        """,
+    })
+    assert _found(project) == [("a.py", 8, "KVC002", "foo"), ("a.py", 15, "KVC004", "foo")]

@@ -89,11 +89,13 @@ class Expressions:
             return spelled if "." in spelled else None
         return self.imports.resolve_dotted(spelled)
 
-    def _sentinel_value(self, name: str) -> Value:
-        # a class attribute bound to a sentinel (`self._EMPTY`) does not say which: every invariant's when
-        # they all share their sentinels (vLLM's two do), else none (silence rather than a guess)
-        sharing = self.invariants.with_sentinel(self.imports.resolve_dotted(name)) or self.invariants.shared_sentinel
-        return Value(Nullness.NOT_NONE, sentinel=True, origin=f"`{name}`", sentinel_of=sharing)
+    def _sentinel_value(self, name: str, resolved: str = "") -> Value:
+        """The sentinel spelled `name`; `resolved`, the sentinel a class attribute of that name holds."""
+        # a spelling that names no invariant's sentinel: every invariant's when they all share their
+        # sentinels (vLLM's two do), else none (silence rather than a guess)
+        sharing = self.invariants.with_sentinel(resolved or self.imports.resolve_dotted(name))
+        return Value(Nullness.NOT_NONE, sentinel=True, origin=f"`{name}`",
+                     sentinel_of=sharing or self.invariants.shared_sentinel)
 
     # ------------------------------------------------------- declarations
 
@@ -169,8 +171,9 @@ class Expressions:
         """What the receiver's class declares about `attribute` (None: no declaration visible)."""
         if not receiver.cls:
             return None
-        if self.index.is_sentinel_member(receiver.cls, attribute):  # `_EMPTY: ClassVar[...] = EMPTY_...` too
-            return self._sentinel_value(origin.strip("`"))
+        held = self.index.sentinel_member(receiver.cls, attribute)  # `_EMPTY: ClassVar[...] = EMPTY_...` too
+        if held is not None:
+            return self._sentinel_value(origin.strip("`"), held)
         declared = self.index.member(receiver.cls, attribute)
         if declared is not None:
             return self._typed_value(self._substituted(declared, receiver), origin)
