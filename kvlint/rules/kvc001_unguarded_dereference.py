@@ -29,6 +29,8 @@ RULE = Rule(
         "that may be None: a read of `kv_connector_output`, a name bound from one, a parameter or attribute "
         "annotated `KVConnectorOutput | None`, the target of an optional context, or the result of a function "
         "declared to return `KVConnectorOutput | None`."
+        " Checked for every invariant in one pass: the KV connector's `kv_connector_output` and the encoder-cache "
+        "connector's `ec_connector_output` by default, each with its own names; the message names the field."
     ),
     why=(
         "Outputs built from the shared empty sentinel carry `kv_connector_output=None`; dereferencing it raises "

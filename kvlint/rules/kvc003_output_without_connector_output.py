@@ -25,6 +25,8 @@ RULE = Rule(
     what=(
         "Finds constructions of an output class (`ModelRunnerOutput(...)`) at a point on a connector path that "
         "pass no `kv_connector_output=` argument, or pass `kv_connector_output=None`."
+        " Checked for every invariant in one pass: the KV connector's `kv_connector_output` and the encoder-cache "
+        "connector's `ec_connector_output` by default, each with its own names; the message names the field."
     ),
     why=(
         "Consumers rely on the invariant that an output produced with an active connector carries its "

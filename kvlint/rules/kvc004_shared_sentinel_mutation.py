@@ -34,6 +34,8 @@ RULE = Rule(
         "Finds attribute assignments, augmented assignments, `del` and `setattr` on the empty sentinel "
         "(`EMPTY_MODEL_RUNNER_OUTPUT`) or on a name bound to it without `copy.copy`, `copy.deepcopy` or "
         "`dataclasses.replace`."
+        " Checked for every invariant in one pass: the KV connector's `kv_connector_output` and the encoder-cache "
+        "connector's `ec_connector_output` by default, each with its own names; the message names the field."
     ),
     why=(
         "The sentinel is one module-level object returned by every idle step of the process; writing a "

@@ -25,6 +25,8 @@ RULE = Rule(
         "Finds iteration, `len()`, `in`, set operators, method calls and other dereferences of a payload field "
         "that may be None (`finished_sending`, `finished_recving` of a KVConnectorOutput) with no `or ()` "
         "default and no None check."
+        " Checked for every invariant in one pass: the KV connector's `kv_connector_output` and the encoder-cache "
+        "connector's `ec_connector_output` by default, each with its own names; the message names the field."
     ),
     why=(
         "A KVConnectorOutput with nothing finished carries None, not an empty set, in these fields; iterating "

@@ -32,6 +32,8 @@ RULE = Rule(
         "optional context, a call declared `-> KVConnectorOutput | None`, or `KVConnectorOutput(...)`) that may "
         "be non-None and that it has not yet attached, stored, passed to a call or yielded. Where the flow shows "
         "the KV output is None or empty, or the same return is already KVC002 or KVC003, it stays silent."
+        " Checked for every invariant in one pass: the KV connector's `kv_connector_output` and the encoder-cache "
+        "connector's `ec_connector_output` by default, each with its own names; the message names the field."
     ),
     why=(
         "The KV output carries `finished_sending` / `finished_recving`: the requests whose KV transfer ended "
