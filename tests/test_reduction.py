@@ -60,6 +60,8 @@ def test_findings_in_kept_units_keep_their_original_lines() -> None:
     ("self._get_kv_connector_output(scheduler_output, wait_for_save=True, something_else=another_value)",
      "self._get_kv_connector_output(scheduler_output, wait_for_save=True..."),  # cut between words
     ("x" * 100, "x" * 77 + "..."),  # nowhere to cut: at the limit
+    ("ModelRunnerOutput(  # the step's tokens\n    req_ids=ids,  # kept\n    note='a # b',\n)",
+     "ModelRunnerOutput(req_ids=ids, note='a # b')"),  # comments go, a `#` in a string stays
 ])
 def test_messages_show_source_on_one_line_without_stray_spaces(code: str, shown: str) -> None:
     from kvlint.flow.syntax import one_line

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from collections.abc import Iterator
 
 import libcst as cst
@@ -103,9 +105,10 @@ MAX_SHOWN = 80
 
 
 def one_line(code: str) -> str:
-    """Source text as messages show it: on one line, without the spaces a line break left inside brackets
-    (`has_kv_transfer_group()`, not `has_kv_transfer_group( )`), and shortened at a word boundary."""
-    text = _AFTER_OPENING.sub(r"\1", " ".join(code.split()))
+    """Source text as messages show it: on one line, without comments and without the spaces a line break
+    left inside brackets (`has_kv_transfer_group()`, not `has_kv_transfer_group( )`), and shortened at a
+    word boundary."""
+    text = _AFTER_OPENING.sub(r"\1", " ".join(_without_comments(code).split()))
     text = _BEFORE_COMMA.sub(",", _BEFORE_CLOSING.sub(r"\1", text))
     if len(text) <= MAX_SHOWN:
         return text
@@ -115,3 +118,15 @@ def one_line(code: str) -> str:
     elif text[cut] in ".([":
         cut += 1  # keep `x.` or `f(`; a cut after a space or comma drops the separator
     return text[:cut].rstrip(" ,") + "..."
+
+
+def _without_comments(code: str) -> str:
+    """The code with its comments taken out (a `#` inside a string stays); as it is when it does not tokenize."""
+    if "#" not in code:
+        return code
+    try:
+        kept = [token for token in tokenize.generate_tokens(io.StringIO(code).readline)
+                if token.type != tokenize.COMMENT]
+        return tokenize.untokenize(kept)
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return code
