@@ -21,7 +21,7 @@ import pickle
 import select
 import signal
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sized
 from typing import Any, BinaryIO
 
 _SIGNALS = {signal.SIGINT, signal.SIGTERM}
@@ -84,79 +84,99 @@ class WorkerPool:
         """`function(item)` for each item, in order; an item whose process dies twice gets `on_crash(item)`.
 
         `items` may be a generator that does work of its own (the runner reads and scans files in it): it is
-        drawn from while the workers are busy, so that its work overlaps theirs. Workers are forked as items
-        arrive, never more than the items nor `jobs`; a single item is done in this process.
+        drawn from while the workers are busy, so that its work overlaps theirs. The first call that has two
+        items starts two workers (fewer: this process does the work); more are forked as items wait for
+        one, up to `jobs`. `progress(done, total)` is called per item once the total is known.
         """
+        total = len(items) if isinstance(items, Sized) else None
         source = iter(items)
         received: list[Any] = []
         if self.parallel and not self.started:
             received += itertools.islice(source, 2)
             if len(received) < 2:
                 return _in_process(function, received, progress)
-            self.started = True
-        if not self.parallel or (not self.workers and self.problem):
+            self._start()
+        if not self.workers:
             return _in_process(function, [*received, *source], progress)
-        results: list[Any] = [None] * len(received)
+        feed = _Feed(source, received)
+        try:
+            return self._distribute(function, feed, total, progress, on_crash)
+        except BaseException:
+            self.close(kill=True)  # a worker may still be on an item: no later call may read its answer
+            raise
+
+    def _start(self) -> None:
+        """Fork the first two workers; with fewer, one process only adds a copy of the work: do it here."""
+        self.started = True
+        for _ in range(min(2, self.jobs)):
+            worker = self._fork()
+            if worker is None:
+                break
+            self.workers.append(worker)
+        if len(self.workers) < 2:
+            self.close(kill=True)
+
+    def _distribute(self, function: Callable[[Any], Any], feed: _Feed, total: int | None,
+                    progress: Callable[[int, int], None] | None,
+                    on_crash: Callable[[Any], Any] | None) -> list[Any]:
+        """Hand the items out to idle workers, reading ahead while all are busy; the answers, in order."""
+        results: dict[int, Any] = {}
         busy: dict[int, tuple[_Worker, int]] = {}  # result fd -> (worker, item index)
         idle = list(self.workers)
-        next_index = done = 0
-        exhausted = False
 
-        def pull() -> bool:
-            """Draw one more item from the source; False when it has none left."""
-            nonlocal exhausted
-            item = _END if exhausted else next(source, _END)
-            if item is _END:
-                exhausted = True
-                return False
-            received.append(item)
-            results.append(None)
-            return True
+        def finished(index: int, value: Any) -> None:
+            results[index] = value
+            if progress and (total is not None or feed.exhausted):
+                progress(len(results), total if total is not None else len(feed.items))
 
         while True:
-            while next_index < len(received) or pull():
+            while feed.waiting():
                 if not idle and len(self.workers) < self.jobs and not self.problem:
-                    forked = self._fork()
-                    if forked is not None:
-                        self.workers.append(forked)
-                        idle.append(forked)
+                    worker = self._fork()
+                    if worker is not None:
+                        self.workers.append(worker)
+                        idle.append(worker)
                 if not idle:
                     break
                 worker = idle.pop()
-                worker.send((function, received[next_index]))
-                busy[worker.results.fileno()] = (worker, next_index)
-                next_index += 1
-            if not busy:
-                if exhausted and next_index >= len(received):
-                    break
-                received += source  # no worker could be started, or every one died: the rest here
-                results[next_index:] = [function(item) for item in received[next_index:]]
-                break
-            reading = not exhausted and not idle  # every worker is busy: read ahead rather than wait for them
+                index = feed.take()
+                try:
+                    worker.send((function, feed.items[index]))
+                except OSError:  # it died while idle: the item is done alone, the worker replaced
+                    finished(index, self._after_crash(worker, function, feed.items[index], on_crash, idle))
+                    continue
+                busy[worker.results.fileno()] = (worker, index)
+            if not busy:  # no worker could be started, or every one died: the rest here
+                for index in feed.rest():
+                    finished(index, function(feed.items[index]))
+                return [results[index] for index in range(len(feed.items))]
+            reading = not feed.exhausted and not idle  # every worker is busy: read ahead rather than wait
             if reading:
-                pull()
+                feed.read()
             ready, _, _ = select.select(list(busy), [], [], 0 if reading else None)
             for fd in ready:
                 worker, index = busy.pop(fd)
                 try:
                     succeeded, value = pickle.load(worker.results)
                 except Exception:  # noqa: BLE001 - EOF or a torn pickle: the worker died on this item
-                    self.workers.remove(worker)
-                    worker.close(kill=True)
-                    results[index] = _isolated(function, received[index], on_crash, self.initializer, self.workers)
-                    replacement = self._fork()
-                    if replacement is not None:
-                        self.workers.append(replacement)
-                        idle.append(replacement)
+                    value = self._after_crash(worker, function, feed.items[index], on_crash, idle)
                 else:
                     if not succeeded:
                         raise value
-                    results[index] = value
                     idle.append(worker)
-                done += 1
-                if progress:
-                    progress(done, len(received))
-        return results
+                finished(index, value)
+
+    def _after_crash(self, worker: _Worker, function: Callable[[Any], Any], item: Any,
+                     on_crash: Callable[[Any], Any] | None, idle: list[_Worker]) -> Any:
+        """A worker died: its item is retried alone (then reported), and a new worker takes its place."""
+        self.workers.remove(worker)
+        worker.close(kill=True)
+        value = _isolated(function, item, on_crash, self.initializer, self.workers)
+        replacement = self._fork()
+        if replacement is not None:
+            self.workers.append(replacement)
+            idle.append(replacement)
+        return value
 
     def _fork(self) -> _Worker | None:
         try:
@@ -166,6 +186,39 @@ class WorkerPool:
             fallback = f"{len(self.workers)} worker processes" if len(self.workers) > 1 else "this process only"
             self.problem = self.problem or f"cannot start worker processes ({reason}); analysing with {fallback}"
             return None
+
+
+class _Feed:
+    """The items of one `map`: those read so far from the source, and which were handed out."""
+
+    def __init__(self, source: Iterator[Any], received: list[Any]):
+        self.source, self.items = source, received
+        self.next = 0  # the first item not handed out yet
+        self.exhausted = False
+
+    def read(self) -> bool:
+        """Draw one more item from the source; False when it has none left."""
+        item = _END if self.exhausted else next(self.source, _END)
+        if item is _END:
+            self.exhausted = True
+            return False
+        self.items.append(item)
+        return True
+
+    def waiting(self) -> bool:
+        """Whether an item waits to be handed out (reading one when none is left over)."""
+        return self.next < len(self.items) or self.read()
+
+    def take(self) -> int:
+        self.next += 1
+        return self.next - 1
+
+    def rest(self) -> range:
+        """Every item not handed out yet, the source read to its end."""
+        self.items += self.source
+        self.exhausted = True
+        taken, self.next = self.next, len(self.items)
+        return range(taken, len(self.items))
 
 
 def _in_process(function: Callable[[Any], Any], items: list[Any],

@@ -1,0 +1,85 @@
+"""The worker pool drawing on a generator: answers in order, honest progress, and no stale answer or lone
+worker left behind (each case one a review of the streaming pool found wrong)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from kvlint.worker_pool import WorkerPool
+
+
+def _square(x: int) -> int:
+    return x * x
+
+
+def _slow_square(x: int) -> int:
+    time.sleep(0.05)
+    return x * x
+
+
+def _pid(x: int) -> tuple[int, int]:
+    return x, os.getpid()
+
+
+def _limit_forks(monkeypatch: pytest.MonkeyPatch, allowed: int) -> None:
+    """A process limit: the parent may fork `allowed` children, then EAGAIN."""
+    real_fork, parent, forked = os.fork, os.getpid(), [0]
+
+    def limited() -> int:
+        if os.getpid() == parent:
+            forked[0] += 1
+            if forked[0] > allowed:
+                raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+        return real_fork()
+
+    monkeypatch.setattr(os, "fork", limited)
+
+
+def test_answers_in_order_from_a_generator_read_while_the_workers_work() -> None:
+    read: list[int] = []
+
+    def source() -> Iterator[int]:
+        for number in range(40):
+            read.append(number)
+            yield number
+
+    with WorkerPool(2, 100) as pool:
+        assert pool.map(_slow_square, source()) == [n * n for n in range(40)]
+        assert len(pool.workers) == 2 and read == list(range(40))
+        assert pool.map(_square, [3, 4]) == [9, 16]  # the same workers, a second call
+
+
+def test_progress_counts_against_the_whole_list() -> None:
+    calls: list[tuple[int, int]] = []
+    with WorkerPool(4, 100) as pool:
+        pool.map(_square, list(range(50)), progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(done, 50) for done in range(1, 51)]
+
+
+def test_a_single_item_and_a_process_limit_mean_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    with WorkerPool(4, 100) as pool:
+        assert pool.map(_pid, [1]) == [(1, os.getpid())]  # one item: no fork
+        assert not pool.workers
+    _limit_forks(monkeypatch, 1)  # one worker would only add a copy of the work
+    calls: list[tuple[int, int]] = []
+    with WorkerPool(4, 100) as pool:
+        answers = pool.map(_pid, list(range(6)), progress=lambda done, total: calls.append((done, total)))
+        assert answers == [(n, os.getpid()) for n in range(6)] and not pool.workers
+        assert pool.problem.endswith("analysing with this process only")
+    assert calls == [(done, 6) for done in range(1, 7)]
+
+
+def test_a_failing_source_leaves_no_answer_for_the_next_call() -> None:
+    def source() -> Iterator[int]:
+        yield from range(4)
+        raise ValueError("the source failed")
+
+    with WorkerPool(2, 100) as pool:
+        with pytest.raises(ValueError, match="the source failed"):
+            pool.map(_slow_square, source())
+        assert pool.map(_square, [10, 20]) == [100, 400]
