@@ -22,8 +22,10 @@ from kvlint import __version__
 from kvlint.config import ALL_CODES, Config, ConfigError, load_config
 from kvlint.output import FORMATS
 from kvlint.paths import display_path
-from kvlint.report_formats import AUDIT_FORMATS
 from kvlint.rules import RULES, rules_table_markdown
+
+# `kvlint audit --format`: the keys of `report_formats.AUDIT_FORMATS`, which `check` need not import
+AUDIT_FORMAT_NAMES = ("text", "json", "markdown", "sarif", "mermaid", "dot")
 
 if TYPE_CHECKING:
     from kvlint.runner import RunResult
@@ -56,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(check)
 
     audit = commands.add_parser("audit", help="inventory every output, connector-output read and sentinel use")
-    audit.add_argument("--format", "--output-format", dest="format", choices=list(AUDIT_FORMATS), default="text",
+    audit.add_argument("--format", "--output-format", dest="format", choices=list(AUDIT_FORMAT_NAMES), default="text",
                        help="output format (default: text); --output-format is ruff's spelling")
     audit.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no notes on stderr")
     audit.add_argument("--base-url", metavar="URL",
@@ -486,10 +488,10 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _read_baseline(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from kvlint.baseline import Baseline, BaselineError
-
     if args.baseline is None:
         return None
+    from kvlint.baseline import Baseline, BaselineError
+
     try:
         return Baseline.load(args.baseline)
     except BaselineError as exc:
@@ -498,9 +500,9 @@ def _read_baseline(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 def _new_findings(args: argparse.Namespace, baseline, findings):  # type: ignore[no-untyped-def]
     """Apply --baseline / --write-baseline; return the findings to report and how many a baseline hid."""
-    from kvlint.baseline import write_baseline
-
     if args.write_baseline is not None:
+        from kvlint.baseline import write_baseline
+
         try:
             count = write_baseline(args.write_baseline, findings)
         except OSError as exc:
@@ -516,12 +518,12 @@ def _new_findings(args: argparse.Namespace, baseline, findings):  # type: ignore
 
 def _emit(output: Path | None, text: str) -> None:
     """Print `text`, or write it to `output` (`kvlint.atomic.write_output`)."""
-    from kvlint.atomic import write_output
-
     text = text.encode("utf-8", "backslashreplace").decode("utf-8")  # a name no format escaped: never a crash
     if output is None or str(output) == "-":
         sys.stdout.write(text)
         return
+    from kvlint.atomic import write_output
+
     try:
         write_output(output, text)
     except OSError as exc:
@@ -557,6 +559,8 @@ def _audit(args: argparse.Namespace) -> int:
 
         text = audit_markdown(report, base_url=args.base_url or github_base_url(os.environ))
     else:
+        from kvlint.report_formats import AUDIT_FORMATS
+
         text = AUDIT_FORMATS[args.format](report)
     _emit(args.output, text)
     if args.verbose:

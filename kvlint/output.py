@@ -11,7 +11,6 @@ from collections.abc import Callable, Sequence
 
 from kvlint.findings import Finding
 from kvlint.safe_text import json_document, printable
-from kvlint.sarif import as_sarif
 
 
 def as_text(findings: Sequence[Finding]) -> str:
@@ -129,6 +128,13 @@ def as_github(findings: Sequence[Finding]) -> str:
         )
         lines.append(f"::error {properties}::{_escape_data(f'{f.code} {printable(f.message)}')}\n")
     return "".join(lines)
+
+
+def as_sarif(findings: Sequence[Finding]) -> str:
+    """SARIF 2.1.0 (`kvlint.sarif`, imported when asked for: a hook's start-up need not pay for it)."""
+    from kvlint.sarif import as_sarif as render
+
+    return render(findings)
 
 
 FORMATS: dict[str, Callable[[Sequence[Finding]], str]] = {

@@ -396,3 +396,11 @@ def test_each_invariant_has_its_own_hub_and_a_function_one_node(tmp_path: Path) 
     # on the KV path only: the sentinel returned under `has_kv_transfer_group()` breaks the KV invariant alone
     assert (execute, "returns the sentinel on a connector path", HUB) in graph.edges
     assert (execute, "returns the sentinel, off path", ec_hub) in graph.edges
+
+
+def test_the_command_line_offers_every_audit_format() -> None:
+    """`kvlint check` does not import the audit renderers; the names it offers `audit --format` are theirs."""
+    from kvlint.cli import AUDIT_FORMAT_NAMES
+    from kvlint.report_formats import AUDIT_FORMATS as RENDERERS
+
+    assert AUDIT_FORMAT_NAMES == tuple(RENDERERS)
