@@ -28,7 +28,7 @@ import os
 import re
 import stat
 import sys
-from dataclasses import dataclass, fields
+from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -36,13 +36,14 @@ import kvlint
 from kvlint.config import Config
 from kvlint.engine import FileReport
 from kvlint.findings import Finding
+from kvlint.fixes import Applicability, Edit, Fix
 from kvlint.private_dir import PrivateDir, UntrustedDirectory
 from kvlint.rules import INTERNAL_ERROR
 from kvlint.sites import DerefTarget, SentinelUseKind, Site, SiteKind, Span
 from kvlint.declarations import Declaration, declaration_from_json
 from kvlint.tree_index import TreeIndex
 
-CACHE_FORMAT = 5  # bump when an entry's layout changes
+CACHE_FORMAT = 6  # bump when an entry's layout changes
 _TAG = (  # https://bford.info/cachedir/: backup tools skip a directory holding this file
     "Signature: 8a477f597d28d172789f06886806bc55\n# a cache directory written by kvlint\n"
 )
@@ -255,7 +256,7 @@ def _report_to_json(report: FileReport) -> dict[str, Any]:
         "path": report.display_path,
         "analysed": report.analysed,
         "sites": [_site_to_json(site) for site in report.sites],
-        "findings": [[getattr(finding, f.name) for f in fields(Finding)] for finding in report.findings],
+        "findings": [_finding_to_json(finding) for finding in report.findings],
     }
 
 
@@ -286,8 +287,34 @@ def _number(value: object) -> int:
     return value
 
 
+def _finding_to_json(finding: Finding) -> list[Any]:
+    def encoded(value: object) -> object:
+        if isinstance(value, Fix):
+            return [value.title, value.applicability.value, [list(astuple(edit)) for edit in value.edits]]
+        return value
+
+    return [encoded(getattr(finding, f.name)) for f in fields(Finding)]
+
+
+def _fix_from_json(value: object) -> Fix | None:
+    if value is None:
+        return None
+    title, applicability, edits = value  # type: ignore[misc]
+    return Fix(
+        _string(title),
+        Applicability(applicability),
+        tuple(_edit_from_json(edit) for edit in edits),
+    )
+
+
+def _edit_from_json(value: list[Any]) -> Edit:
+    if len(value) != 5:
+        raise ValueError(f"not an edit: {value!r:.40}")
+    return Edit(*map(_number, value[:4]), _string(value[4]))
+
+
 def _finding_from_json(row: list[Any]) -> Finding:
-    checks = {"str": _string, "int": _number}
+    checks = {"str": _string, "int": _number, "Fix | None": _fix_from_json}
     return Finding(*(checks[f.type](value) for f, value in zip(fields(Finding), row, strict=True)))
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from kvlint.fixes import Fix
 
 
 @dataclass(frozen=True, order=True)
@@ -24,3 +26,4 @@ class Finding:
     function: str = ""  # enclosing scope, used by baselines and the audit
     source_line: str = ""  # the physical line, used by noqa and snippets
     invariant: str = ""  # the invariant a rule finding speaks for (`kv`, `ec`); "" for KVC9xx and KVC100
+    fix: Fix | None = field(default=None, compare=False)  # the edits that repair it, where kvlint knows them
