@@ -54,7 +54,7 @@ def test_fixture_findings_match_markers_exactly(fixture_run) -> None:
 REALISTIC_AREAS = {  # area -> at least this many marks
     "realistic": 100, "realistic_b": 60, "realistic_c": 40, "realistic_d": 12, "realistic_e": 40,
     "realistic_f": 40, "realistic_g": 40, "realistic_ec": 50,
-    "realistic_h": 40,
+    "realistic_h": 40, "realistic_i": 45,
 }
 
 
