@@ -53,8 +53,9 @@ class Session:
     """One server process and one client; use `async with Session(root) as session:`."""
 
     def __init__(self, root: Path, initialization_options: dict[str, Any] | None = None,
-                 position_encodings: Sequence[str] | None = None):
+                 position_encodings: Sequence[str] | None = None, command: Sequence[str] | None = None):
         self.root = root
+        self.command = list(command or [sys.executable, "-m", "kvlint", "server"])
         self.client = LanguageClient("kvlint-tests", "1")
         self.options = initialization_options
         self.position_encodings = position_encodings
@@ -90,7 +91,7 @@ class Session:
 
     async def __aenter__(self) -> Session:
         environment = {**os.environ, "PYTHONPATH": str(ROOT)}
-        await self.client.start_io(sys.executable, "-m", "kvlint", "server", cwd=str(self.root), env=environment)
+        await self.client.start_io(*self.command, cwd=str(self.root), env=environment)
         general = types.GeneralClientCapabilities(position_encodings=list(self.position_encodings or ["utf-16"]))
         capabilities = types.ClientCapabilities(
             general=general,
