@@ -1,5 +1,5 @@
-"""The `kvlint` command: `check`, `audit`, `config`, `rules`, `explain`. It parses arguments, calls the
-runner, prints a format; it analyses nothing itself.
+"""The `kvlint` command: `check`, `audit`, `config`, `rules`, `explain`, `cache`, `server`. It parses
+arguments, calls the runner (or the language server), prints a format; it analyses nothing itself.
 
 Exit status: 0 no findings, 1 findings, 2 usage or configuration error, 130 on Ctrl-C,
 143 on SIGTERM.

@@ -45,13 +45,15 @@ def analyse_text(
         is_package=is_package, display_path=display, lines=lines,
     )
     try:
-        own = IndexedFile.of(text, path or Path(display), config)
+        scanned = mentions_any(text, config.names())
+        prepared = prepare_source(text, display, config, module_name, is_package) if scanned else None
+        where = path or Path(display)
+        own = IndexedFile.scanned_file(prepared, where) if prepared is not None else IndexedFile.skipped(text, where)
         index = project.index_for(own) if project is not None and path is not None else None
         if index is None:
             index = tree_index([own], config)
         extra_names = tuple(sorted(index.candidate_names()))
-        prepared = prepare_source(text, display, config, module_name, is_package)
-        if not prepared.relevant and prepared.error is None:
+        if prepared is None:
             callers = caller_names(index, config)
             if not (callers and mentions_any(text, callers)):
                 return DocumentAnalysis(index=index, **done)  # type: ignore[arg-type]

@@ -183,7 +183,7 @@ class KvlintLanguageServer(LanguageServer):
             self.schedule(uri)
 
     async def publish(self, uri: str) -> None:
-        analysis = await self.analysis(uri)
+        analysis = await self.analysis(uri, follow=False)
         document = self.documents.get(uri)
         if analysis is None or document is None or not _current(analysis, document):
             return  # closed, or changed meanwhile: the change scheduled its own analysis
@@ -193,33 +193,47 @@ class KvlintLanguageServer(LanguageServer):
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=analysis.version)
         )
 
-    async def analysis(self, uri: str) -> DocumentAnalysis | None:
-        """The analysis of the document's current text: the last one if still current, else a new one."""
-        document = self.documents.get(uri)
-        if document is None or not document.is_python:
-            return None
-        cached = self.analyses.get(uri)
-        path = document.path
-        config = self.config_for(document)
-        if cached is not None and _current(cached, document) and cached.config == config:
-            return cached
-        if config is None or (path is not None and config.is_excluded(path)):
-            return DocumentAnalysis(uri, document.version, document.text)
-        folder = self.folder_of(path)
-        project = self.projects.get(str(folder)) if folder is not None else None
-        if project is not None and project.config != config:
-            project = None  # a file with a configuration of its own: its folder's index does not apply
-        loop = asyncio.get_running_loop()
-        analysis = await loop.run_in_executor(
-            self.analysis_thread, analyse_text, uri, document.version, document.text, path, config, project
-        )
-        if analysis.traceback and analysis.traceback not in self.reported:
-            self.reported.add(analysis.traceback)
-            self.log(f"kvlint: internal error analysing {uri}:\n{analysis.traceback}", types.MessageType.Error)
-        current = self.documents.get(uri)
-        if current is not None and _current(analysis, current):
-            self.analyses[uri] = analysis
-        return analysis
+    async def analysis(self, uri: str, follow: bool = True) -> DocumentAnalysis | None:
+        """The analysis of the document's current text: the last one if still current, else a new one.
+
+        An analysis whose text changed while it waited for the worker thread is skipped (typing faster than
+        the analysis runs leaves no backlog); `follow` then analyses the newer text, else gives None.
+        """
+        while True:
+            document = self.documents.get(uri)
+            if document is None or not document.is_python:
+                return None
+            cached = self.analyses.get(uri)
+            path = document.path
+            config = self.config_for(document)
+            if cached is not None and _current(cached, document) and cached.config == config:
+                return cached
+            if config is None or (path is not None and config.is_excluded(path)):
+                return DocumentAnalysis(uri, document.version, document.text)
+            folder = self.folder_of(path)
+            project = self.projects.get(str(folder)) if folder is not None else None
+            if project is not None and project.config != config:
+                project = None  # a file with a configuration of its own: its folder's index does not apply
+            version, text = document.version, document.text
+
+            def work() -> DocumentAnalysis | None:
+                latest = self.documents.get(uri)
+                if latest is None or latest.version != version or latest.text is not text:
+                    return None  # changed while waiting: a newer analysis is due
+                return analyse_text(uri, version, text, path, config, project)
+
+            analysis = await asyncio.get_running_loop().run_in_executor(self.analysis_thread, work)
+            if analysis is None:
+                if follow:
+                    continue
+                return None
+            if analysis.traceback and analysis.traceback not in self.reported:
+                self.reported.add(analysis.traceback)
+                self.log(f"kvlint: internal error analysing {uri}:\n{analysis.traceback}", types.MessageType.Error)
+            current = self.documents.get(uri)
+            if current is not None and _current(analysis, current):
+                self.analyses[uri] = analysis
+            return analysis
 
     def config_for(self, document: Document) -> Config | None:
         """The configuration `kvlint check` would use for the file (None, said once, when it is broken)."""
