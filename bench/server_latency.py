@@ -74,8 +74,17 @@ async def measure(tree: Path, edits: int, pause: float) -> dict[str, object]:
             if number >= 3:
                 latencies.append(arrived - sent)
             await asyncio.sleep(pause)
-    return {"first": first, "opened": opened, "indexed": indexed, "latencies": latencies,
+        memory = _peak_rss_mib(session.client._server.pid)
+    return {"memory": memory, "first": first, "opened": opened, "indexed": indexed, "latencies": latencies,
             "findings": len(baseline), "returncode": session.returncode}
+
+
+def _peak_rss_mib(pid: int) -> float:
+    """The server process's peak resident memory so far (Linux `/proc`)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def phases(tree: Path, rounds: int = 5) -> None:
@@ -142,7 +151,7 @@ def main() -> int:
           f"median {statistics.median(latencies) * 1000:.0f} ms, "
           f"p90 {latencies[int(len(latencies) * 0.9) - 1] * 1000:.0f} ms, "
           f"min {latencies[0] * 1000:.0f} ms, max {latencies[-1] * 1000:.0f} ms "
-          f"(target: 300 ms); server exit status {result['returncode']}")
+          f"(target: 300 ms); server peak RSS {result['memory']:.0f} MiB, exit status {result['returncode']}")
     if args.phases:
         phases(tree)
     return 0

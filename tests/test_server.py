@@ -208,6 +208,15 @@ def test_documents_that_are_not_python_are_ignored(workspace: Path) -> None:
             actions = await session.code_actions(notes_uri, types.Diagnostic(
                 range=types.Range(types.Position(1, 4), types.Position(1, 10)), message="x"))
             assert actions == []
+            # a Python buffer never saved (no file behind it) is checked as `kvlint check -` checks stdin
+            seed = "def merge(outputs):\n    for out in outputs:\n        out = out.kv_connector_output\n" \
+                "        tally(out.finished_sending)\n"
+            untitled = "untitled:Untitled-1"
+            session.texts[untitled], session.versions[untitled] = seed, 1
+            session.client.text_document_did_open(types.DidOpenTextDocumentParams(
+                types.TextDocumentItem(uri=untitled, language_id="python", version=1, text=seed)))
+            (found,) = await session.diagnostics(untitled)
+            assert found.code == "KVC001" and found.range.start.line == 3
 
     run(scenario())
 

@@ -305,3 +305,32 @@ def test_an_analysis_that_fails_is_a_kvc902_with_its_traceback(monkeypatch: pyte
     (finding,) = analysis.findings
     assert finding.code == "KVC902" and "RuntimeError: boom" in finding.message
     assert "Traceback" in analysis.traceback and analysis.version == 3
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize("release", ["0.10.1", "0.33.0"])  # the seed bug's release (two KVC002), the newest
+def test_on_vllm_every_buffer_is_reported_as_kvlint_check_reports_its_file(
+    release: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Real vLLM: the folder's index is `kvlint check`'s, and each file kvlint reads (the byte scan's
+    and the callers of Optional-returning functions), opened as a buffer, gets exactly its file's findings."""
+    from kvlint.byte_scan import mentions_any
+    from kvlint.server.project import caller_names
+    from tests.vllm_sources import vllm_tree
+
+    root = vllm_tree(release)
+    monkeypatch.chdir(root)
+    config = load_config([root])
+    project = ProjectIndex(root, config)
+    project.build()
+    assert index_key(project.index) == index_key(index_tree([root], config)[0])
+    expected = _findings_of(root, config)
+    callers = caller_names(project.index, config)
+    read = [path for path, file in project.files.items() if file.scanned or mentions_any(file.data, callers)]
+    assert len(read) > 20 and set(expected) <= set(read)
+    assert release != "0.10.1" or sum(map(len, expected.values())) >= 2
+    for path in sorted(read):
+        text = Path(path).read_bytes().decode("utf-8")
+        analysis = analyse_text(Path(path).as_uri(), 1, text, Path(path), config, project)
+        got = [(f.line, f.column, f.code, f.message, f.end_line, f.end_column) for f in analysis.findings]
+        assert got == expected.get(path, []), path
