@@ -29,6 +29,23 @@ def workspace(tmp_path: Path) -> Path:
     return root
 
 
+def test_the_workspace_fixture_is_reported_where_its_markers_say(workspace: Path) -> None:
+    from tests.test_fixtures import EXPECT
+
+    completed = run_kvlint("check", "--format", "json", ".", cwd=workspace)
+    reported = sorted((item["path"], item["line"], item["code"]) for item in json.loads(completed.stdout))
+    marked = sorted(
+        (path.relative_to(workspace).as_posix(), number, match.group("codes"))
+        for path in workspace.rglob("*.py")
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if (match := EXPECT.search(line))
+    )
+    assert reported == marked == [
+        ("kvstack/aggregator.py", 19, "KVC001"), ("kvstack/aggregator.py", 21, "KVC001"),
+        ("kvstack/scheduler.py", 10, "KVC001"),
+    ]
+
+
 def _check_ranges(root: Path, relative: str) -> list[tuple[str, int, int, int, int, str]]:
     """What `kvlint check --format json` reports for the file, as LSP ranges (UTF-16 columns, counted here)."""
     completed = run_kvlint("check", "--format", "json", ".", cwd=root)
@@ -94,8 +111,8 @@ def test_the_noqa_action_silences_the_line_and_the_file_rechecks_clean(workspace
                 found = await session.diagnostics(uri, version)
                 assert len(found) == remaining
             text = session.texts[uri]
-            assert "out.finished_sending or ():  # noqa: KVC001\n" in text
-            assert "out.finished_recving or ():  # noqa: KVC001\n" in text
+            assert "out.finished_sending or ():  # expect: KVC001  # noqa: KVC001\n" in text
+            assert "out.finished_recving or ():  # expect: KVC001  # noqa: KVC001\n" in text
 
     run(scenario())
 
@@ -111,7 +128,7 @@ def test_an_existing_noqa_comment_is_extended(workspace: Path) -> None:
             (action,) = await session.code_actions(uri, found[0])
             version = session.apply(uri, action.edit)
             assert len(await session.diagnostics(uri, version)) == 1
-            assert "out.finished_sending or ():  # noqa: E501, KVC001\n" in session.texts[uri]
+            assert "out.finished_sending or ():  # noqa: E501, KVC001  # expect: KVC001\n" in session.texts[uri]
 
     run(scenario())
 
