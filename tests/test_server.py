@@ -100,6 +100,9 @@ def test_the_noqa_action_silences_the_line_and_the_file_rechecks_clean(workspace
             uri = session.open(workspace / "kvstack" / "aggregator.py")
             found = await session.diagnostics(uri)
             assert len(found) == 2
+            only_quick = await session.code_actions(uri, found[0], only=[types.CodeActionKind.QuickFix])
+            assert [action.title for action in only_quick] == ["Disable KVC001 for this line"]
+            assert await session.code_actions(uri, found[0], only=[types.CodeActionKind.Refactor]) == []
             for remaining in (1, 0):
                 actions = await session.code_actions(uri, found[0])
                 titles = [action.title for action in actions]
@@ -112,6 +115,10 @@ def test_the_noqa_action_silences_the_line_and_the_file_rechecks_clean(workspace
                 assert len(found) == remaining
             text = session.texts[uri]
             assert "out.finished_sending or ():  # expect: KVC001  # noqa: KVC001\n" in text
+            # what an editor asks on save: no fix-all without kvlint's fixer, nothing at all once clean
+            assert await session.code_actions(uri, found[0] if found else types.Diagnostic(
+                range=types.Range(types.Position(0, 0), types.Position(0, 0)), message=""),
+                only=["source.fixAll.kvlint"]) == []
             assert "out.finished_recving or ():  # expect: KVC001  # noqa: KVC001\n" in text
 
     run(scenario())

@@ -202,6 +202,21 @@ def test_the_replacement_edit_turns_one_text_into_the_other(old: str, new: str) 
     assert apply_fixes(old, split_lines(old), [Fix("all", Applicability.SAFE, (edit,))])[0] == new
 
 
+@pytest.mark.parametrize(("only", "kind", "wanted"), [
+    ([types.CodeActionKind.QuickFix], types.CodeActionKind.QuickFix, True),
+    ([types.CodeActionKind.Source], "source.fixAll.kvlint", True),
+    ([types.CodeActionKind.SourceFixAll], "source.fixAll.kvlint", True),
+    (["source.fixAll.kvlint"], "source.fixAll.kvlint", True),
+    (["source.fixAll.kvlint"], types.CodeActionKind.QuickFix, False),
+    ([types.CodeActionKind.QuickFix], "source.fixAll.kvlint", False),
+    ([types.CodeActionKind.Refactor], types.CodeActionKind.QuickFix, False),
+])
+def test_the_kinds_a_code_action_request_asks_for(only: list[str], kind: str, wanted: bool) -> None:
+    from kvlint.server.language_server import _wants
+
+    assert _wants(only, kind) is wanted
+
+
 # ------------------------------------------------------------ diagnostics, docs
 
 def test_a_diagnostic_carries_the_finding_as_kvlint_check_prints_it() -> None:

@@ -394,7 +394,12 @@ def build_server() -> KvlintLanguageServer:
 
 def _wants(only: list[Any], kind: str) -> bool:
     """Whether a `context.only` filter admits actions of `kind` (a kind admits its sub-kinds)."""
-    return any(kind == str(wanted) or kind.startswith(f"{wanted}.") for wanted in only)
+    kind = str(getattr(kind, "value", kind))
+    for wanted in only:
+        wanted = str(getattr(wanted, "value", wanted))  # an enum's str() is its name, not its value
+        if kind == wanted or kind.startswith(f"{wanted}."):
+            return True
+    return False
 
 
 def _overlaps(finding: Finding, start: tuple[int, int], end: tuple[int, int]) -> bool:
