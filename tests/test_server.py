@@ -336,6 +336,22 @@ def test_a_configuration_change_is_read_again(workspace: Path) -> None:
     run(scenario())
 
 
+def test_a_file_the_configuration_excludes_gets_no_diagnostics(workspace: Path) -> None:
+    pyproject = workspace / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + 'exclude = ["aggregator.py"]\n')
+    completed = run_kvlint("check", "kvstack/aggregator.py", cwd=workspace)
+    assert completed.returncode == 0  # `kvlint check` skips it even when named
+
+    async def scenario() -> None:
+        async with Session(workspace) as session:
+            excluded = session.open(workspace / "kvstack" / "aggregator.py")
+            checked = session.open(workspace / "kvstack" / "scheduler.py")
+            assert len(await session.diagnostics(checked, where=lambda found: len(found) == 1)) == 1
+            assert await session.diagnostics(excluded) == []
+
+    run(scenario())
+
+
 def test_hover_on_a_diagnostic_shows_the_rules_explanation(workspace: Path) -> None:
     async def scenario() -> None:
         async with Session(workspace) as session:
