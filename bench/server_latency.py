@@ -74,9 +74,21 @@ async def measure(tree: Path, edits: int, pause: float) -> dict[str, object]:
             if number >= 3:
                 latencies.append(arrived - sent)
             await asyncio.sleep(pause)
+        bursts: list[float] = []
+        for _ in range(5):  # typing: ten keystrokes 40 ms apart, then the time from the last to the diagnostics
+            for key in range(10):
+                at = types.Position(line, end + key)
+                version = session.edit(uri, [types.TextEdit(types.Range(at, at), "x")])
+                sent = time.perf_counter()
+                await asyncio.sleep(0.04)
+            await session.diagnostics(uri, version)
+            bursts.append(session.arrivals[uri][-1] - sent)
+            typed = types.Range(types.Position(line, end), types.Position(line, end + 10))
+            await session.diagnostics(uri, session.edit(uri, [types.TextEdit(typed, "")]))
+            await asyncio.sleep(pause)
         memory = _peak_rss_mib(session.client._server.pid)
-    return {"memory": memory, "first": first, "opened": opened, "indexed": indexed, "latencies": latencies,
-            "findings": len(baseline), "returncode": session.returncode}
+    return {"memory": memory, "bursts": bursts, "first": first, "opened": opened, "indexed": indexed,
+            "latencies": latencies, "findings": len(baseline), "returncode": session.returncode}
 
 
 def _peak_rss_mib(pid: int) -> float:
@@ -152,6 +164,9 @@ def main() -> int:
           f"p90 {latencies[int(len(latencies) * 0.9) - 1] * 1000:.0f} ms, "
           f"min {latencies[0] * 1000:.0f} ms, max {latencies[-1] * 1000:.0f} ms "
           f"(target: 300 ms); server peak RSS {result['memory']:.0f} MiB, exit status {result['returncode']}")
+    bursts = sorted(result["bursts"])  # type: ignore[arg-type]
+    print(f"{len(bursts)} bursts of ten keystrokes 40 ms apart, last keystroke -> diagnostics: "
+          f"median {statistics.median(bursts) * 1000:.0f} ms, max {bursts[-1] * 1000:.0f} ms")
     if args.phases:
         phases(tree)
     return 0
