@@ -308,6 +308,21 @@ def test_a_buffer_that_declares_the_same_uses_the_folders_index(tmp_path: Path) 
     assert project.update([helpers]) is False  # nothing new
 
 
+def test_a_file_the_walk_would_skip_never_enters_the_index(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    shutil.copytree(FIXTURES / "server_workspace", root)
+    project = ProjectIndex(root, load_config([root]))
+    project.build()
+    for skipped in (root / ".venv" / "lib" / "x.py", root / "build" / "lib" / "kvstack" / "helpers.py",
+                    root / "kvstack" / "notes.txt"):
+        skipped.parent.mkdir(parents=True, exist_ok=True)
+        skipped.write_text("from kvstack.outputs import KVConnectorOutput\ndef get_kvo() -> KVConnectorOutput: ...\n")
+        assert not project.covers(skipped)
+        assert project.update([skipped]) is False
+    assert project.covers(root / "kvstack" / "helpers.py")
+    assert index_key(project.index) == index_key(index_tree([root], load_config([root]))[0])
+
+
 def test_an_analysis_that_fails_is_a_kvc902_with_its_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
     import kvlint.server.analysis as analysis_module
 

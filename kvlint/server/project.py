@@ -21,7 +21,14 @@ from pathlib import Path
 from kvlint.byte_scan import mentions_any
 from kvlint.config import Config
 from kvlint.declarations import Declaration
-from kvlint.discovery import PYTHON_SUFFIXES, SourceFile, UnreadablePath, iter_python_files, read_source
+from kvlint.discovery import (
+    PYTHON_SUFFIXES,
+    SourceFile,
+    UnreadablePath,
+    _is_skipped_directory,
+    iter_python_files,
+    read_source,
+)
 from kvlint.engine import PreparedFile, module_name_for, prepare_source
 from kvlint.runner import _build_index
 from kvlint.tree_index import TreeIndex
@@ -108,14 +115,18 @@ class ProjectIndex:
         self._overlays: dict[str, tuple[IndexedFile, TreeIndex]] = {}  # per document: its buffer's index
 
     def covers(self, path: Path) -> bool:
-        """The file is one `kvlint check ROOT` would check."""
+        """The file is one `kvlint check ROOT` would check: a Python file under the root, in no directory the
+        walk skips (`.venv`, `build`, a virtualenv, ...) and not excluded."""
         absolute = os.path.abspath(path)
         root = os.path.abspath(self.root)
-        return (
-            absolute.startswith(root.rstrip(os.sep) + os.sep)
-            and absolute.endswith(PYTHON_SUFFIXES)
-            and not self.config.is_excluded(Path(absolute))
-        )
+        if not absolute.startswith(root.rstrip(os.sep) + os.sep) or not absolute.endswith(PYTHON_SUFFIXES):
+            return False
+        directory = root
+        for name in Path(os.path.relpath(absolute, root)).parts[:-1]:
+            directory = os.path.join(directory, name)
+            if _is_skipped_directory(directory, name):
+                return False
+        return not self.config.is_excluded(Path(absolute))
 
     def build(self) -> None:
         """Read every file (again); a file whose size and time did not change is not parsed again."""
