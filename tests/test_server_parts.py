@@ -301,6 +301,8 @@ def test_a_buffer_that_declares_the_same_uses_the_folders_index(tmp_path: Path) 
     overlay = project.index_for(IndexedFile.of(changed, helpers, config))
     assert overlay is not project.index
     assert project.index_for(IndexedFile.of(changed, helpers, config)) is overlay  # kept for the next keystroke
+    typed = changed.replace("return output.kv_connector_output", "return output.kv_connector_output  # typed")
+    assert project.index_for(IndexedFile.of(typed, helpers, config)) is overlay  # declares what it declared
     helpers.write_text(changed)
     assert index_key(overlay) == index_key(index_tree([root], config)[0])
     assert project.update([helpers]) is True

@@ -190,8 +190,8 @@ class ProjectIndex:
         if saved is not None and _gives_the_same(saved, own, index, self.config):
             return index
         overlay = self._overlays.get(key)
-        if overlay is not None and overlay[0] == own:
-            return overlay[1]
+        if overlay is not None and _gives_the_same(overlay[0], own, overlay[1], self.config):
+            return overlay[1]  # the next keystroke in a signature being edited, or in a file not saved yet
         index = tree_index([*(file for path, file in files.items() if path != key), own], self.config)
         with self._lock:
             if self.files is files:
