@@ -336,6 +336,81 @@ def test_a_configuration_change_is_read_again(workspace: Path) -> None:
     run(scenario())
 
 
+def test_a_file_created_on_disk_reaches_the_open_files_that_call_it(workspace: Path) -> None:
+    """A file the editor never opened (a `git checkout`, a generator) reported by the client's file watcher."""
+    caller = textwrap.dedent("""\
+        from kvstack.other_helpers import other_kvo
+
+
+        def finished(output) -> set[str]:
+            return set(other_kvo(output).finished_recving or ())
+    """)
+    helper = textwrap.dedent("""\
+        from kvstack.outputs import KVConnectorOutput
+
+
+        def other_kvo(output) -> KVConnectorOutput | None:
+            return output.kv_connector_output
+    """)
+
+    async def scenario() -> None:
+        async with Session(workspace) as session:
+            caller_path = workspace / "kvstack" / "caller.py"
+            caller_path.write_text(caller)
+            uri = session.open(caller_path)
+            await session.until(lambda: any("indexed" in log.message for log in session.logs), "the index")
+            assert await session.diagnostics(uri) == []  # `other_kvo` is declared nowhere yet
+            created = workspace / "kvstack" / "other_helpers.py"
+            created.write_text(helper)
+            session.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
+                changes=[types.FileEvent(uri=created.as_uri(), type=types.FileChangeType.Created)]
+            ))
+            (found,) = await session.diagnostics(uri, where=lambda found: len(found) == 1)
+            assert found.code == "KVC001" and "other_kvo()" in found.message
+            created.unlink()
+            session.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
+                changes=[types.FileEvent(uri=created.as_uri(), type=types.FileChangeType.Deleted)]
+            ))
+            assert await session.diagnostics(uri, where=lambda found: not found) == []
+
+    run(scenario())
+
+
+def test_a_setup_cfg_configuration_is_read_and_read_again(workspace: Path) -> None:
+    (workspace / "pyproject.toml").unlink()
+    setup_cfg = workspace / "setup.cfg"
+    setup_cfg.write_text("[kvlint]\nignore = KVC001\n")
+
+    async def scenario() -> None:
+        async with Session(workspace) as session:
+            uri = session.open(workspace / "kvstack" / "aggregator.py")
+            assert await session.diagnostics(uri) == []
+            setup_cfg.write_text("[kvlint]\nselect = KVC\n")
+            session.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
+                changes=[types.FileEvent(uri=setup_cfg.as_uri(), type=types.FileChangeType.Changed)]
+            ))
+            assert len(await session.diagnostics(uri, where=lambda found: len(found) == 2)) == 2
+
+    run(scenario())
+
+
+def test_a_workspace_folder_added_later_gets_its_index(workspace: Path, tmp_path: Path) -> None:
+    async def scenario() -> None:
+        elsewhere = tmp_path / "started-here"
+        elsewhere.mkdir()
+        async with Session(elsewhere) as session:
+            scheduler = session.open(workspace / "kvstack" / "scheduler.py")
+            assert await session.diagnostics(scheduler) == []  # outside every folder: the file on its own
+            session.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+                event=types.WorkspaceFoldersChangeEvent(
+                    added=[types.WorkspaceFolder(uri=workspace.as_uri(), name="workspace")], removed=[])
+            ))
+            found = await session.diagnostics(scheduler, where=lambda found: len(found) == 1)
+            assert _ranges(found) == _check_ranges(workspace, "kvstack/scheduler.py")
+
+    run(scenario())
+
+
 def test_a_file_the_configuration_excludes_gets_no_diagnostics(workspace: Path) -> None:
     pyproject = workspace / "pyproject.toml"
     pyproject.write_text(pyproject.read_text() + 'exclude = ["aggregator.py"]\n')
