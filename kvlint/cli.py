@@ -1,5 +1,5 @@
-"""The `kvlint` command: `check`, `audit`, `config`, `rules`, `explain`. It parses arguments, calls the
-runner, prints a format; it analyses nothing itself.
+"""The `kvlint` command: `check`, `audit`, `config`, `rules`, `explain`, `cache`, `server`. It parses
+arguments, calls the runner (or the language server), prints a format; it analyses nothing itself.
 
 Exit status: 0 no findings, 1 findings, 2 usage or configuration error, 130 on Ctrl-C,
 143 on SIGTERM.
@@ -79,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show the effect of this --extend-exclude")
     explain = commands.add_parser("explain", help="print a rule's documentation")
     explain.add_argument("code", metavar="CODE")
+    commands.add_parser("server", help="serve the findings to an editor: the Language Server Protocol over stdio "
+                        "(needs the `server` extra)")
     cache = commands.add_parser("cache", help="manage the result cache: `kvlint cache clean` removes it")
     cache.add_argument("action", choices=("clean",), help="clean: remove every entry kvlint keeps there")
     cache.add_argument("--cache-dir", type=_directory, metavar="DIR", help="the cache (default: $KVLINT_CACHE_DIR)")
@@ -177,6 +179,10 @@ def _main(argv: Sequence[str] | None) -> int:
         return _show_config(args)
     if args.command == "cache":
         return _clean_cache(args)
+    if args.command == "server":
+        from kvlint.server import main as serve
+
+        return serve()
     try:
         if args.command == "check":
             return _check(args)

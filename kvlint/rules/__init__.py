@@ -51,6 +51,23 @@ def rules_table_markdown() -> str:
     return "\n".join(rows) + "\n"
 
 
+RULE_DOCS_FILE = "rules.md"  # in this package: what the editor's diagnostics link to
+
+
+def rule_docs_markdown() -> str:
+    """`kvlint/rules/rules.md`, every rule's documentation on one page, generated so that it cannot drift."""
+    header = [
+        "<!-- Generated from the rule registry (kvlint/rules/__init__.py: rule_docs_markdown); do not edit. -->",
+        "",
+        "# kvlint rules",
+        "",
+        "What `kvlint explain CODE` prints, for every rule. The editor face (`kvlint server`) links each",
+        "diagnostic here.",
+        "",
+    ]
+    return "\n".join(header) + "\n" + "\n".join(rule.markdown("## ") for rule in RULES.values())
+
+
 def site_rules() -> Iterable[Rule]:
     """The rules that judge sites (not the file-level KVC9xx diagnostics)."""
     return (rule for rule in RULES.values() if rule.check is not None)

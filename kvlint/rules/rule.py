@@ -42,3 +42,33 @@ class Rule:
         if self.options:
             lines += ["", "Options", *(f"  - {option}" for option in self.options)]
         return "\n".join(lines) + "\n"
+
+    def markdown(self, heading: str = "") -> str:
+        """Render the same documentation as Markdown (the editor's hover, `kvlint/rules/rules.md`);
+        `heading` is put before the title line (`## ` for a page of rules)."""
+        lines = [
+            f"{heading}{self.code} ({self.name})",
+            "",
+            "**What it does**",
+            "",
+            self.what,
+            "",
+            "**Why is this bad?**",
+            "",
+            self.why,
+            "",
+            "**Example**",
+            "",
+            "```python",
+            self.bad.strip("\n"),
+            "```",
+            "",
+            "**Use instead**",
+            "",
+            "```python",
+            self.good.strip("\n"),
+            "```",
+        ]
+        if self.options:
+            lines += ["", "**Options**", "", *(f"- `{option}`" for option in self.options)]
+        return "\n".join(lines) + "\n"
