@@ -24,6 +24,22 @@ def site_invariant(key: SiteKey) -> str:
     return str(key[-1])
 
 
+_ATTACHING_SITES = (SiteKind.SENTINEL_USE, SiteKind.KV_DROPPED, SiteKind.OUTPUT_CONSTRUCTION)
+
+
+def _candidates(state: NullnessState, invariant: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The local names holding `invariant`'s connector output that may be non-None here, and those proven so."""
+    held = sorted(
+        (key, value) for key, value in state.values.items()
+        if "." not in key and "[" not in key and value.connector_output and value.invariant == invariant
+        and value.nullness in (Nullness.MAYBE_NONE, Nullness.NOT_NONE)
+    )
+    return (
+        tuple(key for key, _ in held),
+        tuple(key for key, value in held if value.nullness is Nullness.NOT_NONE),
+    )
+
+
 class Recording:
     """Record sites; mixed into `FlowAnalysis`."""
 
@@ -46,6 +62,9 @@ class Recording:
         if state is not None:
             reason = state.connector_path_reason(invariant)
             facts.update(on_connector_path=bool(reason), path_reason=reason)
+            if kind in _ATTACHING_SITES and (kind is not SiteKind.SENTINEL_USE or facts.get("sentinel_use") is
+                                             SentinelUseKind.RETURNED):
+                facts.update(zip(("candidates", "proven_candidates"), _candidates(state, invariant)))
         span = self._span(node)
         facts.setdefault("expression", self._code(node))
         site = Site(
@@ -69,6 +88,7 @@ class Recording:
             at,
             invariant=value.invariant,
             operand=self._code(operand),
+            operand_span=self._span(operand),
             may_be_none=value.may_be_none and not self.shielded,
             definitely_none=value.nullness is Nullness.NONE and not self.shielded,
             guard=f"caught by {self.shielded}" if self.shielded and value.may_be_none else value.guard,
