@@ -28,16 +28,14 @@ def fix_mark(finding: Finding, unsafe: bool = False) -> str:
 
 
 def fix_hints(findings: Sequence[Finding], unsafe: bool = False) -> str:
-    """ruff's closing lines: how many findings `--fix` repairs, and how many more `--unsafe-fixes` would."""
+    """ruff's closing line: how many findings `--fix` repairs, and how many more `--unsafe-fixes` would."""
     fixable = sum(1 for f in findings if f.fix is not None and f.fix.applies(unsafe))
     hidden = sum(1 for f in findings if f.fix is not None and not f.fix.applies(unsafe))
-    lines = ""
+    more = f"{hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with the `--unsafe-fixes` option"
     if fixable:
-        option = "--fix --unsafe-fixes" if unsafe else "--fix"
-        lines += f"[*] {fixable} fixable with `kvlint check {option}`.\n"
-    if hidden:
-        lines += f"({hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with `--unsafe-fixes`.)\n"
-    return lines
+        option = "`--fix --unsafe-fixes` options" if unsafe else "`--fix` option"
+        return f"[*] {fixable} fixable with the {option}{f' ({more})' if hidden else ''}.\n"
+    return ""  # only unsafe fixes: `[*]` marks none, and a line on every KVC001 report would be noise
 
 
 # ANSI styles of the text report, as ruff colours its own: path bold, code red and bold
@@ -94,8 +92,8 @@ def as_text_report(findings: Sequence[Finding], *, color: bool = False, show_sou
         if show_source:
             parts.append(_source_snippet(f, color))
     if summary:
+        parts.append(fix_hints(findings, unsafe))  # before the summary line, which stays the report's last
         parts.append(summary_line(findings, color, fixed))
-        parts.append(fix_hints(findings, unsafe))
     return "".join(parts)
 
 

@@ -154,9 +154,9 @@ def _test_policy(report: AuditReport) -> str:
 
 
 def fix_available(finding: Finding) -> str:
-    """`fix available` (safe: `kvlint check --fix`), or `fix available with --unsafe-fixes`."""
+    """`fix available` (safe: `kvlint check --fix` applies it), or `unsafe fix available` (`--unsafe-fixes`)."""
     assert finding.fix is not None
-    return "fix available" if finding.fix.applies(False) else "fix available with --unsafe-fixes"
+    return "fix available" if finding.fix.applies(False) else "unsafe fix available"
 
 
 def audit_text(report: AuditReport, color: bool = False, width: int | None = None) -> str:

@@ -53,6 +53,8 @@ def fix(site: Site, context: FixContext) -> Fix:
     if "." in name or not name.isidentifier():
         raise NoFix(f"`{name}` is the sentinel itself: which copy to mutate instead is your call")
     bindings = _bindings(function, name)
+    if not bindings:
+        raise NoFix(f"`{name}` is the sentinel itself: which copy to mutate instead is your call")
     if len(bindings) != 1 or not isinstance(bindings[0], cst.Assign) or len(bindings[0].targets) != 1:
         raise NoFix(f"`{name}` is bound more than once (or not by a plain assignment) in `{function.name.value}`")
     value = bindings[0].value
