@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from collections.abc import Iterator, Sequence
 
 import libcst as cst
@@ -160,15 +161,19 @@ class FixContext:
             stack.extend(current.children)
         return found
 
-    def fresh_name(self, node: cst.CSTNode, preferred: str) -> str:
-        """A local name that the enclosing function does not use yet: `preferred`, else `preferred_2`, ..."""
+    def fresh_name(self, node: cst.CSTNode, *preferred: str) -> str:
+        """A local name that the enclosing function does not use yet: the first of `preferred` that is free,
+        else the first with `_2`, `_3`, ..."""
         function = self.function_of(node)
         taken = self.bound_names(function) if function is not None else set()
         taken |= set(self.imports.bindings)
-        name, number = preferred, 1
+        for name in preferred:
+            if name not in taken:
+                return name
+        name, number = preferred[0], 1
         while name in taken:
             number += 1
-            name = f"{preferred}_{number}"
+            name = f"{preferred[0]}_{number}"
         return name
 
     # ------------------------------------------------------------------- imports
@@ -227,19 +232,23 @@ class FixContext:
         other = [s for s in imports if not (isinstance(s, ast.ImportFrom) and s.module == "__future__")]
         anchor = plain[0] if plain else (other[0] if other else None)
         if anchor is not None:
-            line = anchor.lineno
-        else:
-            line = 1
-            for position, statement in enumerate(body):
-                docstring = position == 0 and isinstance(statement, ast.Expr) and isinstance(
-                    statement.value, ast.Constant) and isinstance(statement.value.value, str)
-                future = isinstance(statement, ast.ImportFrom) and statement.module == "__future__"
-                if not (docstring or future):
-                    break
-                line = (statement.end_lineno or statement.lineno) + 1
-            if line == 1:
-                while line <= len(self.lines) and self.lines[line - 1].lstrip().startswith("#"):
-                    line += 1  # a shebang, a coding cookie or a licence header stays first
+            newline = self.newline(anchor.lineno)
+            module = anchor.module if isinstance(anchor, ast.ImportFrom) else None
+            if isinstance(anchor, ast.ImportFrom) and (anchor.level or (module or "").partition(".")[0] not in
+                                                       sys.stdlib_module_names):
+                return Edit(anchor.lineno, 0, anchor.lineno, 0, f"{statement}{newline}{newline}")  # its own group
+            return Edit(anchor.lineno, 0, anchor.lineno, 0, f"{statement}{newline}")
+        line = 1
+        for position, node in enumerate(body):
+            docstring = position == 0 and isinstance(node, ast.Expr) and isinstance(
+                node.value, ast.Constant) and isinstance(node.value.value, str)
+            future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
+            if not (docstring or future):
+                break
+            line = (node.end_lineno or node.lineno) + 1
+        if line == 1:
+            while line <= len(self.lines) and self.lines[line - 1].lstrip().startswith("#"):
+                line += 1  # a shebang, a coding cookie or a licence header stays first
         if line > len(self.lines):
             last = len(self.lines)
             ending = "" if self.lines and self.lines[-1].endswith(("\n", "\r")) else self.newline(last)

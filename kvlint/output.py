@@ -27,7 +27,7 @@ def fix_mark(finding: Finding, unsafe: bool = False) -> str:
     return "[*] " if finding.fix is not None and finding.fix.applies(unsafe) else ""
 
 
-def fix_hints(findings: Sequence[Finding], unsafe: bool = False) -> str:
+def fix_hints(findings: Sequence[Finding], unsafe: bool = False, after_fix: bool = False) -> str:
     """ruff's closing line: how many findings `--fix` repairs, and how many more `--unsafe-fixes` would."""
     fixable = sum(1 for f in findings if f.fix is not None and f.fix.applies(unsafe))
     hidden = sum(1 for f in findings if f.fix is not None and not f.fix.applies(unsafe))
@@ -35,7 +35,9 @@ def fix_hints(findings: Sequence[Finding], unsafe: bool = False) -> str:
     if fixable:
         option = "`--fix --unsafe-fixes` options" if unsafe else "`--fix` option"
         return f"[*] {fixable} fixable with the {option}{f' ({more})' if hidden else ''}.\n"
-    return ""  # only unsafe fixes: `[*]` marks none, and a line on every KVC001 report would be noise
+    if hidden and after_fix:  # a plain check says nothing of unsafe fixes alone: that would be every KVC001 report
+        return f"No fixes available ({more}).\n"
+    return ""
 
 
 # ANSI styles of the text report, as ruff colours its own: path bold, code red and bold
@@ -92,7 +94,7 @@ def as_text_report(findings: Sequence[Finding], *, color: bool = False, show_sou
         if show_source:
             parts.append(_source_snippet(f, color))
     if summary:
-        parts.append(fix_hints(findings, unsafe))  # before the summary line, which stays the report's last
+        parts.append(fix_hints(findings, unsafe, fixed is not None))  # the summary line stays the report's last
         parts.append(summary_line(findings, color, fixed))
     return "".join(parts)
 

@@ -46,7 +46,7 @@ def return_with_output(site: Site, context: FixContext, value: str, keep_none: b
         return f"Return `{call}`", (context.replace(context.span(node), f"return {returned}"),)
     sentinel = _sentinel(node, context, invariant)
     copy, imports = context.copy_function(node)
-    name = context.fresh_name(node, "output")
+    name = context.fresh_name(node, "output", f"{invariant.name}_output")
     start, indent = context.statement_start(line)
     newline = context.newline(context.span(node).line)
     unit = context.indent_unit

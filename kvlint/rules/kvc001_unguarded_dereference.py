@@ -60,7 +60,7 @@ def fix(site: Site, context: FixContext) -> Fix:
         return Fix(f"Read `{read}` only when `{text}` is not None", Applicability.UNSAFE,
                    (context.replace(context.span(attribute), replacement),))
     if in_header_of is not None:
-        raise NoFix(f"the dereference is in the header of {in_header_of}, where no guard fits")
+        raise NoFix(f"the dereference is in {in_header_of}, where no guard statement fits")
     raise NoFix("neither a loop nor the function's returns show what to do when it is None")
 
 

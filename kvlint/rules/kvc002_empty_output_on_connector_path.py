@@ -90,6 +90,11 @@ def idle_step(sched):
         "shares its line with other statements."
     ),
     fix_before="""
+import copy
+
+from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT
+
+
 def idle_step(self, sched):
     with self._get_kv_connector_output(sched) as kvo:
         pass
@@ -99,6 +104,8 @@ def idle_step(self, sched):
 """,
     fix_after="""
 import copy
+
+from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT
 
 
 def idle_step(self, sched):

@@ -160,6 +160,9 @@ def idle_step(kvo):
         "twice: which object to mutate instead is a design decision."
     ),
     fix_before="""
+from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT
+
+
 def idle_step(kvo):
     output = EMPTY_MODEL_RUNNER_OUTPUT
     output.kv_connector_output = kvo
@@ -167,6 +170,8 @@ def idle_step(kvo):
 """,
     fix_after="""
 import copy
+
+from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT
 
 
 def idle_step(kvo):

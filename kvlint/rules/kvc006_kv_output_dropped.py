@@ -128,6 +128,9 @@ def sample(self, grammar_output):
         "built elsewhere, or the module names neither the helper's class nor the sentinel."
     ),
     fix_before="""
+from vllm.v1.outputs import ModelRunnerOutput
+
+
 def sample(self, grammar_output):
     state, self.step_state = self.step_state, None
     kvo = state.kv_connector_output
@@ -137,6 +140,9 @@ def sample(self, grammar_output):
     return ModelRunnerOutput(req_ids=state.req_ids, kv_connector_output=kvo)
 """,
     fix_after="""
+from vllm.v1.outputs import ModelRunnerOutput
+
+
 def sample(self, grammar_output):
     state, self.step_state = self.step_state, None
     kvo = state.kv_connector_output
