@@ -46,7 +46,7 @@ def fix(site: Site, context: FixContext) -> Fix:
     text = context.code(operand)
     root = text.partition(".")[0]
     statement, in_header_of = _statement_of(operand, context, root)
-    exit_ = _exit(statement, context)
+    exit_, why_not = _exit(statement, context)
     if exit_ is not None and in_header_of is None:
         start, indent = context.statement_start(statement)
         newline = context.newline(start)
@@ -61,7 +61,7 @@ def fix(site: Site, context: FixContext) -> Fix:
                    (context.replace(context.span(attribute), replacement),))
     if in_header_of is not None:
         raise NoFix(f"the dereference is in {in_header_of}, where no guard statement fits")
-    raise NoFix("neither a loop nor the function's returns show what to do when it is None")
+    raise NoFix(why_not)
 
 
 def _point(line: int):  # type: ignore[no-untyped-def]
@@ -107,18 +107,25 @@ def _binds(target: object, root: str) -> bool:
     return False
 
 
-def _exit(statement: cst.CSTNode, context: FixContext) -> str | None:
-    """`continue` inside a loop body; in a function, the `return` its other returns all make; else None."""
+def _exit(statement: cst.CSTNode, context: FixContext) -> tuple[str | None, str]:
+    """`continue` inside a `for` body; in a function, the `return` its other returns all make; else None and
+    why not."""
     import libcst as cst
 
+    unclear = "neither a loop nor the function's returns show what to do when it is None"
     for parent, child in context.ancestors(statement):
-        if isinstance(parent, (cst.For, cst.While)):
-            return "continue" if child is parent.body else None
+        if isinstance(parent, cst.Finally):
+            return None, "the dereference is in a `finally` block, where an early exit would swallow exceptions"
+        if isinstance(parent, cst.While):
+            return None, "in a `while` loop, `continue` would skip what advances the loop"
+        if isinstance(parent, cst.For):
+            return ("continue", "") if child is parent.body else (None, unclear)
         if isinstance(parent, cst.FunctionDef):
-            return _function_return(parent)
+            exit_ = _function_return(parent)
+            return exit_, "" if exit_ else unclear
         if isinstance(parent, (cst.ClassDef, cst.Lambda)):
-            return None
-    return None
+            return None, unclear
+    return None, unclear
 
 
 def _function_return(function: cst.FunctionDef) -> str | None:
@@ -131,7 +138,7 @@ def _function_return(function: cst.FunctionDef) -> str | None:
         current = stack.pop()
         if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
-        if isinstance(current, (cst.Yield, cst.Await)) and isinstance(current, cst.Yield):
+        if isinstance(current, cst.Yield):
             return None  # a generator: what stopping early means is not for kvlint to say
         if isinstance(current, cst.Return):
             value = current.value
