@@ -45,12 +45,16 @@ def return_with_output(site: Site, context: FixContext, value: str, keep_none: b
         returned = f"{call} if {value} is not None else {_returned(node, context)}" if keep_none else call
         return f"Return `{call}`", (context.replace(context.span(node), f"return {returned}"),)
     sentinel = _sentinel(node, context, invariant)
-    copy, imports = context.copy_function(node)
+    if _is_copy(node.value, context):
+        copied, imports = sentinel, ()  # `return copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)`: that copy will do
+    else:
+        copy, imports = context.copy_function(node)
+        copied = f"{copy}({sentinel})"
     name = context.fresh_name(node, "output", f"{invariant.name}_output")
     start, indent = context.statement_start(line)
     newline = context.newline(context.span(node).line)
     unit = context.indent_unit
-    body = [f"{name} = {copy}({sentinel})", f"{name}.{invariant.field_name} = {value}", f"return {name}"]
+    body = [f"{name} = {copied}", f"{name}.{invariant.field_name} = {value}", f"return {name}"]
     if keep_none:
         lines = [f"if {value} is not None:", *(unit + text for text in body), original]
     else:
@@ -58,6 +62,17 @@ def return_with_output(site: Site, context: FixContext, value: str, keep_none: b
     replacement = (newline + indent).join(lines)
     title = f"Return a copy of `{sentinel}` with `{invariant.field_name}={value}`"
     return title, (*imports, context.replace(context.span(node), replacement))
+
+
+def _is_copy(value: cst.BaseExpression | None, context: FixContext) -> bool:
+    """`copy.copy(...)`, `copy.deepcopy(...)` or `dataclasses.replace(...)`, however the module spells them."""
+    from kvlint.flow.expressions import COPY_FUNCTIONS
+    from kvlint.flow.syntax import dotted_name
+    from kvlint.names import matches
+
+    if not isinstance(value, cst.Call):
+        return False
+    return matches(context.imports.resolve_dotted(dotted_name(value.func) or ""), COPY_FUNCTIONS)
 
 
 def _returned(node: cst.Return, context: FixContext) -> str:
