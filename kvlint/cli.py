@@ -372,6 +372,7 @@ def _check(args: argparse.Namespace) -> int:
         if args.report_unused_noqa:
             raise _UsageError("--report-unused-noqa cannot be combined with --fix or --diff")
         from kvlint.fix_files import fix_file, fixable_paths
+        from kvlint.fixer import REJECTED
 
         assert result.index is not None
         files = [
@@ -381,6 +382,9 @@ def _check(args: argparse.Namespace) -> int:
         for problem in (f for f in files if f.problem):
             sys.stderr.write(f"kvlint: warning: {printable(problem.display_path)}: {problem.problem}\n")
         changed = {f.display_path: f for f in files if f.changed}
+        for f in changed.values():
+            for left in (finding for finding in f.outcome.remaining if finding.no_fix.startswith(REJECTED)):
+                sys.stderr.write(f"kvlint: warning: {printable(left.path)}:{left.line}: {left.code} {left.no_fix}\n")
         if args.diff:
             return _report_diff(args, changed.values())
         reported = sorted([

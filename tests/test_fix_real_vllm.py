@@ -113,3 +113,14 @@ def test_the_example_tree(tmp_path: Path) -> None:
     shutil.copytree(FIXTURES / "vllm_like", tmp_path / "vllm_like")
     diff = _fix_and_check(tmp_path, ["vllm_like"])
     assert diff.count("\n+++ b/") + diff.startswith("+++ b/") >= 10
+
+
+ORACLES = sorted(path.name for path in FIXTURES.glob("realistic*") if path.is_dir())
+
+
+@pytest.mark.parametrize("oracle", ORACLES)
+def test_the_oracle_trees(oracle: str, tmp_path: Path) -> None:
+    """The trees written from the contract by people who never read the engine: runners, workers,
+    aggregators, connectors, both invariants in one tree."""
+    shutil.copytree(FIXTURES / oracle, tmp_path / oracle)
+    assert _fix_and_check(tmp_path, [oracle])

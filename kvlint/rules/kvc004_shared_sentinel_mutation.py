@@ -61,12 +61,57 @@ def fix(site: Site, context: FixContext) -> Fix:
     spelled = context.code(value)
     if not context.imports.resolve_dotted(spelled) or not _is_sentinel(context, spelled, invariant.empty_sentinels):
         raise NoFix(f"`{name}` is not bound to the sentinel by name")
+    member = _member_mutated_in_place(function, name)
+    if member:
+        raise NoFix(f"`{member}` is mutated in place, and a shallow copy shares it with the sentinel: copy with "
+                    "`copy.deepcopy` or assign the member anew")
     copy, imports = context.copy_function(value)
     return Fix(
         f"Bind `{name}` to `{copy}({spelled})`",
         Applicability.SAFE,
         (*imports, context.replace(context.span(value), f"{copy}({spelled})")),
     )
+
+
+_IN_PLACE_METHODS = frozenset(
+    "append extend insert pop remove clear update add discard setdefault popitem sort reverse".split()
+)
+
+
+def _member_mutated_in_place(function: cst.FunctionDef, name: str) -> str:
+    """`name.member` as the function mutates it in place (`+=` of a container, an item assignment, a
+    mutating method), "" when it does not."""
+    import libcst as cst
+
+    from kvlint.flow.syntax import dotted_name
+
+    def member_of(node: cst.CSTNode) -> str:
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == name:
+            return f"{name}.{node.attr.value}"
+        return ""
+
+    containers = (cst.List, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp, cst.Tuple)
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(current, cst.AugAssign) and member_of(current.target) and isinstance(current.value, containers):
+            return member_of(current.target)
+        targets: list[cst.CSTNode] = []
+        if isinstance(current, cst.Assign):
+            targets = [target.target for target in current.targets]
+        elif isinstance(current, (cst.AugAssign, cst.Del)):
+            targets = [current.target]
+        for target in targets:
+            if isinstance(target, cst.Subscript) and member_of(target.value):
+                return member_of(target.value)  # an item of the member: the list or dict itself changes
+        if isinstance(current, cst.Call) and isinstance(current.func, cst.Attribute):
+            receiver = member_of(current.func.value)
+            if receiver and current.func.attr.value in _IN_PLACE_METHODS and dotted_name(current.func):
+                return receiver
+        stack.extend(current.children)
+    return ""
 
 
 def _is_sentinel(context: FixContext, spelled: str, sentinels: tuple[str, ...]) -> bool:
