@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from kvlint.flow.state import (
@@ -27,8 +29,11 @@ def site_invariant(key: SiteKey) -> str:
 _ATTACHING_SITES = (SiteKind.SENTINEL_USE, SiteKind.KV_DROPPED, SiteKind.OUTPUT_CONSTRUCTION)
 
 
-def _candidates(state: NullnessState, invariant: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The local names holding `invariant`'s connector output that may be non-None here, and those proven so."""
+def _candidates(
+    state: NullnessState, invariant: str, known_empty: Callable[[str, Value], bool]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The local names holding `invariant`'s connector output that may be non-None here, and of those the ones
+    proven non-None and not known to be empty (an empty one left out may have been left out on purpose)."""
     held = sorted(
         (key, value) for key, value in state.values.items()
         if "." not in key and "[" not in key and value.connector_output and value.invariant == invariant
@@ -36,7 +41,7 @@ def _candidates(state: NullnessState, invariant: str) -> tuple[tuple[str, ...], 
     )
     return (
         tuple(key for key, _ in held),
-        tuple(key for key, value in held if value.nullness is Nullness.NOT_NONE),
+        tuple(key for key, value in held if value.nullness is Nullness.NOT_NONE and not known_empty(key, value)),
     )
 
 
@@ -64,7 +69,11 @@ class Recording:
             facts.update(on_connector_path=bool(reason), path_reason=reason)
             if kind in _ATTACHING_SITES and (kind is not SiteKind.SENTINEL_USE or facts.get("sentinel_use") is
                                              SentinelUseKind.RETURNED):
-                facts.update(zip(("candidates", "proven_candidates"), _candidates(state, invariant)))
+                known_empty = self._known_empty  # type: ignore[attr-defined]
+                facts.update(zip(
+                    ("candidates", "proven_candidates"),
+                    _candidates(state, invariant, lambda key, value: known_empty(key, value, state)),
+                ))
         span = self._span(node)
         facts.setdefault("expression", self._code(node))
         site = Site(

@@ -85,8 +85,11 @@ def idle_step(sched):
         "invariant's attaching helper (`attaching-helpers`), else a copy of the sentinel with the field set "
         "(`output = copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)`, `output.kv_connector_output = v`, `return output`), "
         "adding `import copy` if needed. Safe when the flow proves `v` is not None there (a connector context, "
-        "a None check): the return then does what the invariant says it must, and nothing else changes. Unsafe "
-        "when `v` may be None. No fix when no name or several names hold a connector output, or the `return` "
+        "a None check) and does not show it empty: the bare sentinel then loses finished transfers, which no "
+        "one means to do, and the fix only hands them on. Unsafe when `v` may be None, or is known to be empty "
+        "there (`is_empty()`, every payload set falsy): returning the bare sentinel for an empty output is "
+        "vLLM's own contract (`empty-output = \"allow-when-empty\"`), so it may be deliberate, and the fix "
+        "changes what callers receive. No fix when no name or several names hold a connector output, or the `return` "
         "shares its line with other statements."
     ),
     fix_before="""

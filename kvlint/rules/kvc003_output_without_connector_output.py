@@ -71,8 +71,9 @@ def finish_step(self, sched, tokens):
         "When exactly one local name `v` holds the connector output there, the construction gets "
         "`kv_connector_output=v` (the invariant's field): a `kv_connector_output=None` it passes becomes `v`, "
         "else the keyword is added after the last argument in the call's own layout. Safe when the flow proves "
-        "`v` is not None there: the output then carries what the invariant says it must, and nothing else "
-        "changes. Unsafe when `v` may be None. No fix when no name or several names hold a connector output, "
+        "`v` is not None there and does not show it empty: the output then carries the transfers it would "
+        "have lost, and nothing else changes. Unsafe when `v` may be None or is known to be empty (leaving an "
+        "empty output out may be deliberate). No fix when no name or several names hold a connector output, "
         "or the call passes `*args`/`**kwargs` or the field by position."
     ),
     fix_before="""
