@@ -52,6 +52,7 @@ class FixContext:
         self._by_span: dict[Span, list[cst.CSTNode]] | None = None
         self._parents: dict[int, cst.CSTNode] | None = None
         self._top_level: list[ast.stmt] | None = None
+        self._comments: list[tuple[Span, str]] | None = None
 
     # ------------------------------------------------------------ nodes and text
 
@@ -112,8 +113,27 @@ class FixContext:
         return self.text(self.span(node))
 
     @staticmethod
-    def replace(span: Span, content: str) -> Edit:
+    def short(code: str) -> str:
+        """Code on one line for a fix's title: comments dropped, whitespace runs made one space."""
+        text = " ".join(re.sub(r"#[^\r\n]*", "", code).split())
+        return text if len(text) <= 80 else text[:77] + "..."
+
+    def replace(self, span: Span, content: str) -> Edit:
+        """The edit replacing `span` with `content`; `NoFix` when that would drop a comment inside the span."""
+        for comment in self.comments_in(span):
+            if comment not in content:
+                raise NoFix(f"the edit would drop the comment `{comment}` inside the code it replaces")
         return Edit(span.line, span.column, span.end_line, span.end_column, content)
+
+    def comments_in(self, span: Span) -> list[str]:
+        """The comments that lie inside `span`."""
+        if self._comments is None:
+            self._comments = sorted(
+                (self.span(node), node.value) for node in self._spans if isinstance(node, cst.Comment)
+            )
+        start, end = (span.line, span.column), (span.end_line, span.end_column)
+        return [text for where, text in self._comments
+                if start <= (where.line, where.column) and (where.end_line, where.end_column) <= end]
 
     def newline(self, line: int) -> str:
         """The line ending of a line of the file (the module's default for the last line without one)."""

@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 import collections
 import dataclasses
+import io
+import tokenize
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -75,7 +77,7 @@ def fix_source(
     if current == text:
         return FixOutcome(source, (), tuple(original), "")
     fixed = claims.fixed
-    problem = _verification_problem(current, original, fixed, findings)
+    problem = _verification_problem(current, original, fixed, findings) or _lost_comment(text, current)
     if not problem:
         return FixOutcome(bom + current, _gone(original, findings), tuple(findings), "")
     # some fix broke the whole: apply them one at a time, each verified on its own, and keep those that pass
@@ -109,6 +111,22 @@ def _gone(original: list[Finding], remaining: list[Finding]) -> tuple[Finding, .
     return tuple(sorted(gone))
 
 
+def _lost_comment(old: str, new: str) -> str:
+    """Why the new text is not kept when a comment of the old one is missing from it ("" when none is)."""
+    lost = _comments(old) - _comments(new)
+    if lost:
+        return f"not fixed: the fixes would drop the comment `{sorted(lost)[0]}`; please report this"
+    return ""
+
+
+def _comments(text: str) -> collections.Counter[str]:
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return collections.Counter()
+    return collections.Counter(token.string for token in tokens if token.type == tokenize.COMMENT)
+
+
 def _place(finding: Finding) -> tuple[str, ...]:
     """What a finding is about, whatever its message quotes."""
     return (finding.code, finding.function, finding.invariant)
@@ -132,7 +150,7 @@ def _one_at_a_time(
             rejected[_key(finding)] = "it changes nothing"
             continue
         new_findings = analyse(new_text)
-        problem = _verification_problem(new_text, findings, [finding], new_findings)
+        problem = _verification_problem(new_text, findings, [finding], new_findings) or _lost_comment(current, new_text)
         if problem:
             rejected[_key(finding)] = problem.removeprefix("not fixed: ")
             continue

@@ -90,6 +90,13 @@ def test_where_the_edit_is_ambiguous_no_fix_is_offered_and_the_finding_says_why(
     }
 
 
+def test_an_edit_that_would_drop_a_comment_inside_it_is_not_offered() -> None:
+    outcome = _fix("comments_inside", (FIXES / "comments_inside.py").read_text())
+    assert [(f.code, f.no_fix) for f in outcome.remaining] == [
+        ("KVC002", "the edit would drop the comment `# nothing ran` inside the code it replaces")]
+    assert all("\n" not in f.fix.title for f in outcome.fixed if f.fix is not None)  # titles are one line
+
+
 def test_without_unsafe_fixes_only_the_safe_ones_apply() -> None:
     guards = (FIXES / "kvc001_guards.py").read_text()
     assert _fix("kvc001_guards", guards, unsafe=False).text == guards  # every guard changes behaviour
@@ -211,7 +218,7 @@ def test_fix_writes_the_files_atomically_keeping_mode_bytes_and_line_endings(tmp
         if name != "kvc004_copy":
             assert (target / f"{name}.py").read_bytes() == (FIXES / f"{name}.fixed.py").read_bytes(), name
     assert completed.returncode == 1  # no_fix.py's findings remain
-    assert completed.stdout.endswith("Found 34 findings (27 fixed, 7 remaining).\n"), completed.stdout
+    assert completed.stdout.endswith("Found 37 findings (29 fixed, 8 remaining).\n"), completed.stdout
     assert not list(tmp_path.rglob("*.tmp"))
     second = run_kvlint("check", "--diff", "--unsafe-fixes", "fixtures", cwd=tmp_path)
     assert (second.returncode, second.stdout) == (0, "")

@@ -57,7 +57,7 @@ def fix(site: Site, context: FixContext) -> Fix:
     if isinstance(attribute, cst.Attribute) and attribute.value is operand and _value_position(attribute, context):
         read = context.code(attribute)
         replacement = f"({read} if {text} is not None else None)"
-        return Fix(f"Read `{read}` only when `{text}` is not None", Applicability.UNSAFE,
+        return Fix(f"Read `{context.short(read)}` only when `{text}` is not None", Applicability.UNSAFE,
                    (context.replace(context.span(attribute), replacement),))
     if in_header_of is not None:
         raise NoFix(f"the dereference is in {in_header_of}, where no guard statement fits")

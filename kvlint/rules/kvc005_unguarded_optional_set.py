@@ -46,7 +46,8 @@ def fix(site: Site, context: FixContext) -> Fix:
     text = context.code(operand)
     argument = isinstance(parent, cst.Arg) and parent.value is operand and parent.keyword is None and not parent.star
     replacement = f"{text} or {default}" if argument else f"({text} or {default})"
-    return Fix(f"Use `{replacement}`", Applicability.SAFE, (context.replace(context.span(operand), replacement),))
+    edit = context.replace(context.span(operand), replacement)
+    return Fix(f"Use `{context.short(replacement)}`", Applicability.SAFE, (edit,))
 
 
 RULE = Rule(
