@@ -62,8 +62,9 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def write_atomic(path: Path | str, text: str, durable: bool = True) -> None:
-    """Write `text` (UTF-8) to the regular file `path`: a temporary file in the same directory, fsync,
+def write_atomic(path: Path | str, text: str | bytes, durable: bool = True) -> None:
+    """Write `text` (UTF-8; bytes as they are) to the regular file `path`: a temporary file in the same
+    directory, fsync,
     then `os.replace`. An existing file keeps its mode, owner and group; if the owner or group cannot
     be kept, nothing is replaced (PermissionError saying so).
 
@@ -80,7 +81,7 @@ def write_atomic(path: Path | str, text: str, durable: bool = True) -> None:
     fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as stream:
-            stream.write(text.encode("utf-8"))
+            stream.write(text if isinstance(text, bytes) else text.encode("utf-8"))
             if existing is not None:
                 _keep_owner(stream.fileno(), existing)
             os.fchmod(stream.fileno(), mode)

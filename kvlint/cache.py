@@ -43,7 +43,7 @@ from kvlint.sites import DerefTarget, SentinelUseKind, Site, SiteKind, Span
 from kvlint.declarations import Declaration, declaration_from_json
 from kvlint.tree_index import TreeIndex
 
-CACHE_FORMAT = 6  # bump when an entry's layout changes
+CACHE_FORMAT = 7  # bump when an entry's layout changes
 _TAG = (  # https://bford.info/cachedir/: backup tools skip a directory holding this file
     "Signature: 8a477f597d28d172789f06886806bc55\n# a cache directory written by kvlint\n"
 )
@@ -338,12 +338,18 @@ _SITE_FIELDS: dict[str, Any] = {
     "bool | None": lambda value: None if value is None else _flag(value),
     "DerefTarget | None": _optional(DerefTarget),
     "SentinelUseKind | None": _optional(SentinelUseKind),
+    "Span | None": lambda value: None if value is None else Span(*(_number(number) for number in value)),
+    "tuple[str, ...]": lambda value: tuple(_string(name) for name in value),
 }
 
 
 def _site_to_json(site: Site) -> dict[str, Any]:
     data = {f.name: getattr(site, f.name) for f in fields(Site)}
     data["span"] = [site.span.line, site.span.column, site.span.end_line, site.span.end_column]
+    if site.operand_span is not None:
+        data["operand_span"] = list(astuple(site.operand_span))
+    for name in ("candidates", "proven_candidates"):
+        data[name] = list(data[name])
     for name in ("kind", "deref_target", "sentinel_use"):
         data[name] = data[name].value if data[name] is not None else None
     return data

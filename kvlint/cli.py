@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,11 +23,13 @@ from kvlint.config import ALL_CODES, Config, ConfigError, load_config
 from kvlint.output import FORMATS
 from kvlint.paths import display_path
 from kvlint.rules import RULES, rules_table_markdown
+from kvlint.safe_text import printable
 
 # `kvlint audit --format`: the keys of `report_formats.AUDIT_FORMATS`, which `check` need not import
 AUDIT_FORMAT_NAMES = ("text", "json", "markdown", "sarif", "mermaid", "dot")
 
 if TYPE_CHECKING:
+    from kvlint.fix_files import FileFix
     from kvlint.runner import RunResult
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
@@ -55,6 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="with `-`: the path the source read from stdin is reported, configured and ignored as")
     check.add_argument("--report-unused-noqa", action="store_true",
                        help="also report `# noqa: KVC...` codes that silence nothing (KVC100)")
+    check.add_argument("--fix", action="store_true",
+                       help="apply the safe fixes to the files (with `-`: print the fixed source), then report "
+                       "what remains")
+    check.add_argument("--unsafe-fixes", action="store_true",
+                       help="also offer (with --fix, apply) the fixes that may change behaviour")
+    check.add_argument("--diff", action="store_true",
+                       help="print a unified diff of what --fix would change, write nothing; exit 1 if there is any")
     _add_run_options(check)
 
     audit = commands.add_parser("audit", help="inventory every output, connector-output read and sentinel use")
@@ -364,13 +373,51 @@ def _check(args: argparse.Namespace) -> int:
         config = _with_unused_noqa(config)
         raw = run(args.paths, config, jobs=args.jobs, suppress=False)
         reported = sorted([*reported, *unused_noqa(args.paths, config, raw.findings)])
+    fixed = None
+    if args.fix or args.diff:
+        if args.report_unused_noqa:
+            raise _UsageError("--report-unused-noqa cannot be combined with --fix or --diff")
+        from kvlint.fix_files import fix_file, fixable_paths
+        from kvlint.fixer import REJECTED
+
+        assert result.index is not None
+        files = [
+            fix_file(path, config, result.index, args.unsafe_fixes, write=not args.diff)
+            for path in fixable_paths(reported, args.unsafe_fixes)
+        ]
+        for problem in (f for f in files if f.problem):
+            sys.stderr.write(f"kvlint: warning: {printable(problem.display_path)}: {problem.problem}\n")
+        changed = {f.display_path: f for f in files if f.changed}
+        for f in changed.values():
+            for left in (finding for finding in f.outcome.remaining if finding.no_fix.startswith(REJECTED)):
+                sys.stderr.write(f"kvlint: warning: {printable(left.path)}:{left.line}: {left.code} {left.no_fix}\n")
+        if args.diff:
+            return _report_diff(args, changed.values())
+        reported = sorted([
+            *(finding for finding in reported if finding.path not in changed),
+            *(finding for f in changed.values() for finding in f.outcome.remaining),
+        ])
+        fixed = sum(len(f.outcome.fixed) for f in changed.values())
     findings, _ = _new_findings(args, baseline, reported)
-    _emit(args.output, _check_report(args, findings))
+    _emit(args.output, _check_report(args, findings, fixed))
     if args.verbose:
         _print_tracebacks(result)
     if findings and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _report_diff(args: argparse.Namespace, files: Iterable[FileFix]) -> int:
+    """--diff: the unified diffs on stdout (or --output), `Would fix N findings.` on stderr; 1 if any diff."""
+    from kvlint.fix_files import unified_diff
+
+    files = list(files)
+    _emit(args.output, "".join(unified_diff(f.display_path, f.old_text, f.outcome.text) for f in files))
+    count = sum(len(f.outcome.fixed) for f in files)
+    if not args.quiet:
+        plural = "s" if count != 1 else ""
+        sys.stderr.write(f"Would fix {count} finding{plural}.\n" if count else "No fixes to apply.\n")
+    return EXIT_FINDINGS if files else EXIT_CLEAN
 
 
 def _with_unused_noqa(config: Config) -> Config:
@@ -406,6 +453,8 @@ def _check_stdin(args: argparse.Namespace) -> int:
 
     display = display_path(Path(name)) if name else "-"
     module_name, is_package = module_name_for(Path(name)) if name else ("", False)
+    if args.fix or args.diff:
+        return _fix_stdin(args, data, display, config, module_name, is_package, baseline)
     report = analyse_source(data, display, config, module_name=module_name, is_package=is_package)
     findings = list(report.findings)
     if args.report_unused_noqa:
@@ -429,6 +478,56 @@ def _check_stdin(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
 
 
+def _fix_stdin(
+    args: argparse.Namespace, data: bytes, display: str, config: Config, module_name: str, is_package: bool,
+    baseline: object,
+) -> int:
+    """`kvlint check --fix -`: the fixed source on stdout (every byte of it when nothing is fixed), the
+    remaining findings on stderr; `--diff -`: the diff on stdout."""
+    from kvlint.engine import SourceError, decode_source
+    from kvlint.fix_files import encode_like, unified_diff
+    from kvlint.fixer import fix_source
+
+    if args.report_unused_noqa:
+        raise _UsageError("--report-unused-noqa cannot be combined with --fix or --diff")
+    try:
+        text = decode_source(data)
+    except SourceError:
+        text = None
+    fixed_data, fixed, remaining = data, 0, None
+    if text is not None:
+        outcome = fix_source(text, display, config, unsafe=args.unsafe_fixes, module_name=module_name,
+                             is_package=is_package)
+        if outcome.refused:
+            sys.stderr.write(f"kvlint: warning: {printable(display)}: {outcome.refused}\n")
+        elif outcome.text != text:
+            if args.diff:
+                sys.stdout.write(unified_diff(display, text, outcome.text))
+                count = len(outcome.fixed)
+                if not args.quiet:
+                    sys.stderr.write(f"Would fix {count} finding{'s' if count != 1 else ''}.\n")
+                return EXIT_FINDINGS
+            fixed_data, fixed, remaining = encode_like(data, outcome.text), len(outcome.fixed), outcome.remaining
+    if args.diff:
+        if not args.quiet:
+            sys.stderr.write("No fixes to apply.\n")
+        return EXIT_CLEAN
+    if remaining is None:
+        from kvlint.engine import analyse_source
+
+        remaining = analyse_source(data, display, config, module_name=module_name, is_package=is_package).findings
+    sys.stdout.flush()
+    sys.stdout.buffer.write(fixed_data)
+    sys.stdout.flush()
+    findings, _ = _new_findings(args, baseline, list(remaining))
+    report = _check_report(args, findings, fixed or None)
+    if args.output is not None:
+        _emit(args.output, report)
+    else:
+        sys.stderr.write(report)
+    return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
+
+
 def _warn_if_nothing_found(args: argparse.Namespace, files_found: int) -> None:
     if files_found == 0:
         shown = ", ".join(path.as_posix() for path in args.paths) or "."
@@ -446,8 +545,8 @@ def _use_color(choice: str, output: Path | None) -> bool:
     return bool(os.environ.get("FORCE_COLOR")) or sys.stdout.isatty()
 
 
-def _check_report(args: argparse.Namespace, findings: list) -> str:  # type: ignore[type-arg]
-    """The text of `kvlint check`'s report in the chosen format."""
+def _check_report(args: argparse.Namespace, findings: list, fixed: int | None = None) -> str:  # type: ignore[type-arg]
+    """The text of `kvlint check`'s report in the chosen format (`fixed`: how many --fix repaired)."""
     from kvlint.output import as_text_report, statistics_json, statistics_text
 
     color = _use_color(args.color, args.output) if args.format == "text" else False
@@ -458,7 +557,8 @@ def _check_report(args: argparse.Namespace, findings: list) -> str:  # type: ign
             raise _UsageError(f"--statistics prints text or json, not {args.format}")
         return statistics_text(findings, color=color, summary=not args.quiet)
     if args.format == "text":
-        return as_text_report(findings, color=color, show_source=args.show_source, summary=not args.quiet)
+        return as_text_report(findings, color=color, show_source=args.show_source, summary=not args.quiet,
+                              unsafe=args.unsafe_fixes, fixed=fixed)
     return FORMATS[args.format](findings)
 
 

@@ -23,9 +23,10 @@ import threading
 import traceback
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kvlint.config import Config
 from kvlint.findings import Finding
@@ -37,6 +38,10 @@ from kvlint.rules import INTERNAL_ERROR, SYNTAX_ERROR, site_rules
 from kvlint.sites import Site, Span
 from kvlint.declarations import Declaration, module_declarations
 from kvlint.tree_index import TreeIndex
+
+if TYPE_CHECKING:
+    from kvlint.fix_context import FixContext
+    from kvlint.rules.rule import Rule
 
 MAX_FILE_BYTES = 8 * 2**20  # 16x vLLM's largest file; analysed in linear time (bench/large_file_bench.py)
 MAX_FALLBACK_BRACKET_DEPTH = 100
@@ -435,7 +440,7 @@ def analyse_prepared(
         return FileReport(prepared.display_path)
     try:
         names = (*extra_names, *index.candidate_names())
-        sites = _run_with_deep_stack(lambda: _sites(prepared, config, index, names))
+        sites, fix_context = _run_with_deep_stack(lambda: _sites(prepared, config, index, names))
     except SourceError as exc:
         finding = Finding(prepared.display_path, exc.line, exc.column, SYNTAX_ERROR, exc.message, exc.line, exc.column)
         return FileReport(prepared.display_path, findings=tuple(_unsuppressed([finding], prepared, config, suppress)))
@@ -444,12 +449,37 @@ def analyse_prepared(
         message = " ".join(message.split())[:300] + " (run with --verbose for the traceback)"
         finding = Finding(prepared.display_path, 1, 0, INTERNAL_ERROR, message, 1, 0)
         return FileReport(prepared.display_path, findings=(finding,), traceback=traceback.format_exc())
-    findings = [*_findings(sites, prepared)]
-    kept = _unsuppressed(findings, prepared, config, suppress)
+    judged = {finding: (site, rule) for finding, site, rule in _findings(sites, prepared)}
+    kept = _unsuppressed(judged, prepared, config, suppress)
+    if any(judged[finding][1].fix is not None for finding in kept):
+        kept = _run_with_deep_stack(lambda: _with_fixes(kept, judged, fix_context()))
     return FileReport(prepared.display_path, tuple(sites), tuple(kept), analysed=True)
 
 
-def _sites(prepared: PreparedFile, config: Config, index: TreeIndex, names: Sequence[str]) -> list[Site]:
+def _with_fixes(findings: list[Finding], judged: dict, context: FixContext) -> list[Finding]:  # type: ignore[type-arg]
+    """Ask each finding's rule for its fix (only findings are asked: a clean file never builds one)."""
+    from kvlint.fix_context import NoFix
+
+    fixed = []
+    for finding in findings:
+        site, rule = judged[finding]
+        if rule.fix is None:
+            fixed.append(finding)
+            continue
+        try:
+            fixed.append(dataclasses.replace(finding, fix=rule.fix(site, context)))
+        except NoFix as reason:
+            fixed.append(dataclasses.replace(finding, no_fix=str(reason)))
+        except Exception as exc:  # noqa: BLE001 - a fix builder's bug costs the fix, never the finding
+            reason = f"kvlint failed to build the fix ({type(exc).__name__}: {exc}); please report this"
+            fixed.append(dataclasses.replace(finding, no_fix=" ".join(reason.split())[:300]))
+    return fixed
+
+
+def _sites(
+    prepared: PreparedFile, config: Config, index: TreeIndex, names: Sequence[str]
+) -> tuple[list[Site], Callable[[], FixContext]]:
+    """The file's sites, and how to build the context its fixes are made in (only a file with findings does)."""
     import libcst as cst
 
     from kvlint.flow import FlowAnalysis
@@ -491,7 +521,16 @@ def _sites(prepared: PreparedFile, config: Config, index: TreeIndex, names: Sequ
         prepared.lines,
         prepared.declarations,
     )
-    return analysis.run()
+    sites = analysis.run()
+
+    def fix_context() -> FixContext:
+        from kvlint.fix_context import FixContext
+
+        return FixContext(
+            module, spans, line_map, prepared.lines, prepared.imports, index, config, prepared.module_name
+        )
+
+    return sites, fix_context
 
 
 _analysis_executor: ThreadPoolExecutor | None = None
@@ -543,7 +582,7 @@ def _run_with_deep_stack(work):  # type: ignore[no-untyped-def]
         raise SourceError("cannot parse: too deeply nested for kvlint to analyse") from None
 
 
-def _findings(sites: Iterable[Site], prepared: PreparedFile) -> Iterable[Finding]:
+def _findings(sites: Iterable[Site], prepared: PreparedFile) -> Iterable[tuple[Finding, Site, Rule]]:
     rules = list(site_rules())
     for site in sites:
         for rule in rules:
@@ -563,7 +602,7 @@ def _findings(sites: Iterable[Site], prepared: PreparedFile) -> Iterable[Finding
                 function=site.function,
                 source_line=source_line.rstrip("\r\n"),
                 invariant=site.invariant,
-            )
+            ), site, rule
 
 
 def _unsuppressed(

@@ -27,3 +27,4 @@ class Finding:
     source_line: str = ""  # the physical line, used by noqa and snippets
     invariant: str = ""  # the invariant a rule finding speaks for (`kv`, `ec`); "" for KVC9xx and KVC100
     fix: Fix | None = field(default=None, compare=False)  # the edits that repair it, where kvlint knows them
+    no_fix: str = field(default="", compare=False)  # why a rule that fixes offers no fix here ("" otherwise)

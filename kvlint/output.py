@@ -13,9 +13,31 @@ from kvlint.findings import Finding
 from kvlint.safe_text import json_document, printable
 
 
-def as_text(findings: Sequence[Finding]) -> str:
-    """`path:line:col: CODE message`, the flake8/ruff shape (no summary: the plain lines)."""
-    return "".join(f"{printable(f.path)}:{f.line}:{f.column + 1}: {f.code} {printable(f.message)}\n" for f in findings)
+def as_text(findings: Sequence[Finding], unsafe: bool = False) -> str:
+    """`path:line:col: CODE message`, the flake8/ruff shape (no summary: the plain lines); `[*]` before the
+    message of a finding `--fix` repairs (ruff's mark; with `unsafe`, `--fix --unsafe-fixes`)."""
+    return "".join(
+        f"{printable(f.path)}:{f.line}:{f.column + 1}: {f.code} {fix_mark(f, unsafe)}{printable(f.message)}\n"
+        for f in findings
+    )
+
+
+def fix_mark(finding: Finding, unsafe: bool = False) -> str:
+    """`[*] ` when a fix of the finding applies in this run, else nothing."""
+    return "[*] " if finding.fix is not None and finding.fix.applies(unsafe) else ""
+
+
+def fix_hints(findings: Sequence[Finding], unsafe: bool = False, after_fix: bool = False) -> str:
+    """ruff's closing line: how many findings `--fix` repairs, and how many more `--unsafe-fixes` would."""
+    fixable = sum(1 for f in findings if f.fix is not None and f.fix.applies(unsafe))
+    hidden = sum(1 for f in findings if f.fix is not None and not f.fix.applies(unsafe))
+    more = f"{hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with the `--unsafe-fixes` option"
+    if fixable:
+        option = "`--fix --unsafe-fixes` options" if unsafe else "`--fix` option"
+        return f"[*] {fixable} fixable with the {option}{f' ({more})' if hidden else ''}.\n"
+    if hidden and after_fix:  # a plain check says nothing of unsafe fixes alone: that would be every KVC001 report
+        return f"No fixes available ({more}).\n"
+    return ""
 
 
 # ANSI styles of the text report, as ruff colours its own: path bold, code red and bold
@@ -26,8 +48,12 @@ def _paint(text: str, style: str, color: bool) -> str:
     return f"{style}{text}{_RESET}" if color and text else text
 
 
-def summary_line(findings: Sequence[Finding], color: bool = False) -> str:
-    """`Found N findings in M files.`, or `All checks passed.`: the last line of the text report."""
+def summary_line(findings: Sequence[Finding], color: bool = False, fixed: int | None = None) -> str:
+    """`Found N findings in M files.`, or `All checks passed.`: the last line of the text report. After
+    `--fix` (`fixed` given): `Found N findings (F fixed, R remaining).`"""
+    if fixed:
+        total = fixed + len(findings)
+        return f"Found {total} finding{'s' if total != 1 else ''} ({fixed} fixed, {len(findings)} remaining).\n"
     if not findings:
         return _paint("All checks passed.", _GREEN, color) + "\n"
     files = len({f.path for f in findings})
@@ -48,20 +74,28 @@ def _source_snippet(finding: Finding, color: bool) -> str:
     lead = "".join(character if character == "\t" else " " for character in finding.source_line[:start])
     marks = _paint("^" * (end - start), _RED, color)
     bar = _paint("|", _CYAN, color)
-    return f"{gutter} {bar}\n{_paint(number, _CYAN, color)} {bar} {line}\n{gutter} {bar} {lead}{marks}\n"
+    snippet = f"{gutter} {bar}\n{_paint(number, _CYAN, color)} {bar} {line}\n{gutter} {bar} {lead}{marks}\n"
+    if finding.fix is not None:
+        snippet += f"{gutter} = fix ({finding.fix.applicability.value}): {printable(finding.fix.title)}\n"
+    elif finding.no_fix:
+        snippet += f"{gutter} = no fix: {printable(finding.no_fix)}\n"
+    return snippet
 
 
 def as_text_report(findings: Sequence[Finding], *, color: bool = False, show_source: bool = False,
-                   summary: bool = True) -> str:
-    """The text report of `kvlint check`: one line per finding, then the summary line."""
+                   summary: bool = True, unsafe: bool = False, fixed: int | None = None) -> str:
+    """The text report of `kvlint check`: one line per finding, then the summary line (and, as ruff does,
+    how many `--fix` would repair); `fixed`: how many `--fix` repaired."""
     parts = []
     for f in findings:
         location = _paint(printable(f.path), _BOLD, color) + _paint(f":{f.line}:{f.column + 1}:", _DIM, color)
-        parts.append(f"{location} {_paint(f.code, _RED, color)} {printable(f.message)}\n")
+        mark = _paint(fix_mark(f, unsafe).strip(), _CYAN, color) + " " if fix_mark(f, unsafe) else ""
+        parts.append(f"{location} {_paint(f.code, _RED, color)} {mark}{printable(f.message)}\n")
         if show_source:
             parts.append(_source_snippet(f, color))
     if summary:
-        parts.append(summary_line(findings, color))
+        parts.append(fix_hints(findings, unsafe, fixed is not None))  # the summary line stays the report's last
+        parts.append(summary_line(findings, color, fixed))
     return "".join(parts)
 
 
@@ -102,6 +136,27 @@ def finding_record(finding: Finding) -> dict[str, object]:
         "message": finding.message,
         "function": finding.function,
         "invariant": finding.invariant or None,
+        "fix": fix_record(finding),
+        "fix_unavailable": finding.no_fix or None,
+    }
+
+
+def fix_record(finding: Finding) -> dict[str, object] | None:
+    """ruff's JSON `fix`: its applicability, its title and its edits (1-based columns, end exclusive)."""
+    fix = finding.fix
+    if fix is None:
+        return None
+    return {
+        "applicability": fix.applicability.value,
+        "message": fix.title,
+        "edits": [
+            {
+                "content": edit.content,
+                "location": {"row": edit.line, "column": edit.column + 1},
+                "end_location": {"row": edit.end_line, "column": edit.end_column + 1},
+            }
+            for edit in fix.edits
+        ],
     }
 
 

@@ -23,6 +23,7 @@ from kvlint.sarif import as_sarif_with_summary
 
 if TYPE_CHECKING:
     from kvlint.audit import AuditReport
+    from kvlint.findings import Finding
 
 TEXT_WIDTH = 120  # the text report's width when it is not on a terminal (files, pipes, golden tests)
 
@@ -152,6 +153,12 @@ def _test_policy(report: AuditReport) -> str:
 # ------------------------------------------------------------------- text
 
 
+def fix_available(finding: Finding) -> str:
+    """`fix available` (safe: `kvlint check --fix` applies it), or `unsafe fix available` (`--unsafe-fixes`)."""
+    assert finding.fix is not None
+    return "fix available" if finding.fix.applies(False) else "unsafe fix available"
+
+
 def audit_text(report: AuditReport, color: bool = False, width: int | None = None) -> str:
     """A report for a terminal: sites grouped by file and function, the findings as `check` prints them, a summary."""
     from rich.console import Console
@@ -203,7 +210,9 @@ def audit_text(report: AuditReport, color: bool = False, width: int | None = Non
     for finding in report.findings:
         line = findings_as_text([finding]).rstrip("\n")
         location, _, rest = line.partition(f" {finding.code} ")
-        console.print(Text.assemble(location, " ", (finding.code, "bold red"), " ", rest), soft_wrap=True)
+        available = f"  [{fix_available(finding)}]" if finding.fix is not None else ""
+        console.print(Text.assemble(location, " ", (finding.code, "bold red"), " ", rest, (available, "cyan")),
+                      soft_wrap=True)
     if not report.findings:
         console.print("none", style="green")
     console.print()
@@ -313,7 +322,8 @@ def audit_markdown(report: AuditReport, base_url: str | None = None, limit: int 
         blocks.append(("findings", ["", "### Findings", "", "| location | code | function | message |",
                                     "| --- | --- | --- | --- |"],
                        [f"| {_md_location(f.path, f.line, f.column + 1, base_url)} | {f.code} "
-                        f"| {_md_code(f.function) if f.function else ''} | {_md(f.message)} |"
+                        f"| {_md_code(f.function) if f.function else ''} | {_md(f.message)}"
+                        f"{' (' + fix_available(f) + ')' if f.fix is not None else ''} |"
                         for f in report.findings], []))
     else:
         blocks.append(("findings", ["", "### Findings", "", "None."], [], []))

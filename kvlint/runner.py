@@ -50,6 +50,7 @@ class RunResult:
     cache_hits: int = 0  # reports reused from the cache directory
     cache_problem: str = ""  # why results could not be stored there
     pool_problem: str = ""  # why fewer worker processes ran than asked for
+    index: TreeIndex | None = None  # the tree index the files were analysed with (`--fix` analyses with it again)
 
 
 def default_jobs() -> int:
@@ -123,6 +124,7 @@ def run(
             cache.remember(work, analysed)
         reports += analysed
     result.pool_problem = pool.problem
+    result.index = index
     reports += [FileReport(f.path, findings=(f,)) for f in unreadable]  # KVC901, and KVC900 of skipped files
     reports.sort(key=lambda r: r.display_path)
     result.reports = reports

@@ -77,6 +77,8 @@ def sarif_log(findings: Sequence[Finding], properties: dict[str, object] | None 
             result["ruleIndex"] = codes.index(finding.code)
         if finding.invariant:
             result["properties"] = {"invariant": finding.invariant}
+        if finding.fix is not None:
+            result["fixes"] = [_sarif_fix(finding)]
         results.append(result)
     run: dict[str, object] = {
         "tool": {
@@ -93,6 +95,29 @@ def sarif_log(findings: Sequence[Finding], properties: dict[str, object] | None 
     if properties:
         run["properties"] = properties
     return {"$schema": SARIF_SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+
+
+def _sarif_fix(finding: Finding) -> dict[str, object]:
+    """A SARIF `fix`: the edits as replacements of regions (an insertion deletes an empty region)."""
+    fix = finding.fix
+    assert fix is not None
+    return {
+        "description": {"text": fix.title},
+        "artifactChanges": [{
+            "artifactLocation": _artifact_uri(finding.path),
+            "replacements": [
+                {
+                    "deletedRegion": {
+                        "startLine": edit.line, "startColumn": edit.column + 1,
+                        "endLine": edit.end_line, "endColumn": edit.end_column + 1,
+                    },
+                    "insertedContent": {"text": edit.content},
+                }
+                for edit in fix.edits
+            ],
+        }],
+        "properties": {"applicability": fix.applicability.value},
+    }
 
 
 def as_sarif(findings: Sequence[Finding]) -> str:

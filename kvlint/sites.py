@@ -85,3 +85,8 @@ class Site:
     invariant: str = ""  # the invariant the site speaks for (`kv`, `ec`); its path facts are that invariant's
     field: str = ""  # that invariant's optional field, as messages name it (`kv_connector_output`)
     payload: str = ""  # its payload class, as messages name it (`KVConnectorOutput`)
+    operand_span: Span | None = None  # for a dereference: where the maybe-None expression itself lies (fixes)
+    # at a return or a construction: the local names holding this invariant's connector output that may be
+    # non-None there, and of those the ones proven non-None and not known empty (a fix attaches the one candidate)
+    candidates: tuple[str, ...] = ()
+    proven_candidates: tuple[str, ...] = ()

@@ -83,6 +83,16 @@ def test_json_output_contract(tmp_path: Path) -> None:
             "message": "`kvo` may be None (from `out.kv_connector_output`); "
             "check it before the attribute access `.finished_sending`",
             "invariant": "kv",
+            "fix": {
+                "applicability": "unsafe",
+                "message": "Guard `kvo` with `if kvo is None: continue`",
+                "edits": [{
+                    "content": "        if kvo is None:\n            continue\n",
+                    "location": {"row": 7, "column": 1},
+                    "end_location": {"row": 7, "column": 1},
+                }],
+            },
+            "fix_unavailable": None,
         }
     ]
 
@@ -153,7 +163,7 @@ def test_custom_names_from_configuration(tmp_path: Path) -> None:
         },
     )
     completed = run_kvlint("check", cwd=tmp_path)
-    assert completed.stdout.startswith("step.py:4:5: KVC002 `return MY_EMPTY` on a connector path")
+    assert completed.stdout.startswith("step.py:4:5: KVC002 [*] `return MY_EMPTY` on a connector path")
 
 
 def test_unknown_configuration_key_exits_2_naming_key_and_file(tmp_path: Path) -> None:

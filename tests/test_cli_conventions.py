@@ -128,6 +128,7 @@ def test_show_source(tmp_path: Path) -> None:
         "  |\n"
         "4 |         print(kvo.finished_sending)\n"
         "  |               ^^^^^^^^^^^^^^^^^^^^\n"
+        "  = fix (unsafe): Guard `kvo` with `if kvo is None: continue`\n"
         "Found 1 finding in 1 file.\n"
     )
 

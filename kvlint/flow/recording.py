@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from kvlint.flow.state import (
@@ -22,6 +24,25 @@ SiteKey = tuple[object, ...]  # (kind, span, sink, sentinel use, invariant): one
 def site_invariant(key: SiteKey) -> str:
     """The invariant a site key belongs to (it ends the key)."""
     return str(key[-1])
+
+
+_ATTACHING_SITES = (SiteKind.SENTINEL_USE, SiteKind.KV_DROPPED, SiteKind.OUTPUT_CONSTRUCTION)
+
+
+def _candidates(
+    state: NullnessState, invariant: str, known_empty: Callable[[str, Value], bool]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The local names holding `invariant`'s connector output that may be non-None here, and of those the ones
+    proven non-None and not known to be empty (an empty one left out may have been left out on purpose)."""
+    held = sorted(
+        (key, value) for key, value in state.values.items()
+        if "." not in key and "[" not in key and value.connector_output and value.invariant == invariant
+        and value.nullness in (Nullness.MAYBE_NONE, Nullness.NOT_NONE)
+    )
+    return (
+        tuple(key for key, _ in held),
+        tuple(key for key, value in held if value.nullness is Nullness.NOT_NONE and not known_empty(key, value)),
+    )
 
 
 class Recording:
@@ -46,6 +67,13 @@ class Recording:
         if state is not None:
             reason = state.connector_path_reason(invariant)
             facts.update(on_connector_path=bool(reason), path_reason=reason)
+            if kind in _ATTACHING_SITES and (kind is not SiteKind.SENTINEL_USE or facts.get("sentinel_use") is
+                                             SentinelUseKind.RETURNED):
+                known_empty = self._known_empty  # type: ignore[attr-defined]
+                facts.update(zip(
+                    ("candidates", "proven_candidates"),
+                    _candidates(state, invariant, lambda key, value: known_empty(key, value, state)),
+                ))
         span = self._span(node)
         facts.setdefault("expression", self._code(node))
         site = Site(
@@ -69,6 +97,7 @@ class Recording:
             at,
             invariant=value.invariant,
             operand=self._code(operand),
+            operand_span=self._span(operand),
             may_be_none=value.may_be_none and not self.shielded,
             definitely_none=value.nullness is Nullness.NONE and not self.shielded,
             guard=f"caught by {self.shielded}" if self.shielded and value.may_be_none else value.guard,

@@ -2,8 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from kvlint.fixes import Applicability, Fix
 from kvlint.rules.rule import Rule
 from kvlint.sites import DerefTarget, Site, SiteKind
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from kvlint.fix_context import FixContext
+
+# callees whose argument is dereferenced in turn: `len(v.x if v is not None else None)` still raises
+_DEREFERENCING_BUILTINS = frozenset(
+    "len iter next sorted list set tuple dict frozenset sum max min any all enumerate zip reversed".split()
+)
 
 
 def check(site: Site) -> str | None:
@@ -18,6 +31,145 @@ def check(site: Site) -> str | None:
     if site.definitely_none:
         return f"`{site.operand}` is None here{origin}; the {site.sink} raises"
     return f"`{site.operand}` may be None{origin}; check it before the {site.sink}"
+
+
+def fix(site: Site, context: FixContext) -> Fix:
+    """A None guard matched to the context: `continue` in a loop, an early `return` the function's other
+    returns show, else a conditional expression around an attribute read."""
+    import libcst as cst
+
+    from kvlint.fix_context import NoFix, is_simple_reference
+
+    operand = context.node_at(site.operand_span, cst.BaseExpression)
+    if not is_simple_reference(operand):
+        raise NoFix("the None value is not a name or an attribute chain: a guard would evaluate it twice")
+    text = context.code(operand)
+    root = text.partition(".")[0]
+    statement, in_header_of = _statement_of(operand, context, root)
+    exit_, why_not = _exit(statement, context)
+    if exit_ is not None and in_header_of is None:
+        start, indent = context.statement_start(statement)
+        newline = context.newline(start)
+        guard = f"{indent}if {text} is None:{newline}{indent}{context.indent_unit}{exit_}{newline}"
+        edit = context.replace(_point(start), guard)
+        return Fix(f"Guard `{text}` with `if {text} is None: {exit_}`", Applicability.UNSAFE, (edit,))
+    attribute = context.parent(operand)
+    if isinstance(attribute, cst.Attribute) and attribute.value is operand and _value_position(attribute, context):
+        read = context.code(attribute)
+        replacement = f"({read} if {text} is not None else None)"
+        return Fix(f"Read `{context.short(read)}` only when `{text}` is not None", Applicability.UNSAFE,
+                   (context.replace(context.span(attribute), replacement),))
+    if in_header_of is not None:
+        raise NoFix(f"the dereference is in {in_header_of}, where no guard statement fits")
+    raise NoFix(why_not)
+
+
+def _point(line: int):  # type: ignore[no-untyped-def]
+    from kvlint.sites import Span
+
+    return Span(line, 0, line, 0)
+
+
+def _statement_of(operand: cst.CSTNode, context: FixContext, root: str) -> tuple[cst.CSTNode, str | None]:
+    """The statement a guard goes before, and what blocks it (an `elif` condition, a one-line suite)."""
+    import libcst as cst
+
+    from kvlint.fix_context import NoFix
+
+    for parent, child in context.ancestors(operand):
+        if isinstance(parent, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+            raise NoFix("the dereference is in a nested scope of its own")
+        if isinstance(parent, (cst.CompFor, cst.NamedExpr)) and _binds(parent.target, root):
+            raise NoFix(f"`{root}` is bound in the same expression")
+        if isinstance(parent, cst.SimpleStatementSuite):
+            return child, "a one-line block"
+        if isinstance(parent, cst.SimpleStatementLine):
+            if len(parent.body) != 1:
+                return parent, "a line of several statements"
+            return parent, None
+        if isinstance(parent, cst.BaseCompoundStatement) and not isinstance(child, cst.BaseSuite):
+            holder = context.parent(parent)
+            if isinstance(holder, cst.If) and holder.orelse is parent:
+                return parent, "an `elif` condition"
+            if isinstance(parent, (cst.For, cst.With)) and _binds(getattr(parent, "target", None), root):
+                raise NoFix(f"`{root}` is bound in the same statement")
+            return parent, None
+    raise NoFix("kvlint could not find the statement of the dereference (please report this)")
+
+
+def _binds(target: object, root: str) -> bool:
+    import libcst as cst
+
+    if isinstance(target, cst.Name):
+        return target.value == root
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return any(_binds(element.value, root) for element in target.elements)
+    return False
+
+
+def _exit(statement: cst.CSTNode, context: FixContext) -> tuple[str | None, str]:
+    """`continue` inside a `for` body; in a function, the `return` its other returns all make; else None and
+    why not."""
+    import libcst as cst
+
+    unclear = "neither a loop nor the function's returns show what to do when it is None"
+    for parent, child in context.ancestors(statement):
+        if isinstance(parent, cst.Finally):
+            return None, "the dereference is in a `finally` block, where an early exit would swallow exceptions"
+        if isinstance(parent, cst.While):
+            return None, "in a `while` loop, `continue` would skip what advances the loop"
+        if isinstance(parent, cst.For):
+            return ("continue", "") if child is parent.body else (None, unclear)
+        if isinstance(parent, cst.FunctionDef):
+            exit_ = _function_return(parent)
+            return exit_, "" if exit_ else unclear
+        if isinstance(parent, (cst.ClassDef, cst.Lambda)):
+            return None, unclear
+    return None, unclear
+
+
+def _function_return(function: cst.FunctionDef) -> str | None:
+    """`return` (or `return X`) when every return of the function agrees on X, a literal; None otherwise."""
+    import libcst as cst
+
+    values: set[str] = set()
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(current, cst.Yield):
+            return None  # a generator: what stopping early means is not for kvlint to say
+        if isinstance(current, cst.Return):
+            value = current.value
+            if value is None:
+                values.add("")
+            elif isinstance(value, cst.Name) and value.value in ("None", "True", "False") or isinstance(
+                value, (cst.Integer, cst.SimpleString)
+            ):
+                values.add(cst.Module([]).code_for_node(value))
+            else:
+                return None
+        stack.extend(current.children)
+    if len(values) > 1:
+        return None
+    value = next(iter(values), "")
+    return f"return {value}" if value else "return"
+
+
+def _value_position(attribute: cst.Attribute, context: FixContext) -> bool:
+    """The read's value is stored, returned or passed on, not dereferenced again (None would only move the
+    crash)."""
+    import libcst as cst
+
+    parent = context.parent(attribute)
+    if isinstance(parent, (cst.Assign, cst.AnnAssign, cst.Return)):
+        return parent.value is attribute
+    if isinstance(parent, cst.Arg) and parent.value is attribute and not parent.star:
+        call = context.parent(parent)
+        callee = call.func if isinstance(call, cst.Call) else None
+        return not (isinstance(callee, cst.Name) and callee.value in _DEREFERENCING_BUILTINS)
+    return False
 
 
 RULE = Rule(
@@ -52,4 +204,31 @@ def merge(outputs):
 """,
     options=("optional-fields", "payload-class", "optional-contexts"),
     check=check,
+    fix=fix,
+    fix_doc=(
+        "Unsafe: every form skips work, or yields None, where the code used to raise, and only you know what "
+        "the None case should do. A guard matched to the context of the dereferenced name or attribute chain "
+        "`v`: in a loop body, `if v is None: continue` before the statement (above the comments right over it); "
+        "in a function whose returns all agree (none, bare, `return None`, or one literal), `if v is None: "
+        "return ...` the same way; else, for an attribute read whose value is stored, returned or passed on, "
+        "`(v.x if v is not None else None)`. No fix for a value that is not a name or an attribute chain, a "
+        "dereference in an `elif` condition, a one-line block or a line of several statements, or where "
+        "neither a loop nor the returns show what to do."
+    ),
+    fix_before="""
+def merge(outputs):
+    for out in outputs:
+        kvo = out.kv_connector_output
+        # tally what finished
+        done.update(kvo.finished_sending or ())
+""",
+    fix_after="""
+def merge(outputs):
+    for out in outputs:
+        kvo = out.kv_connector_output
+        if kvo is None:
+            continue
+        # tally what finished
+        done.update(kvo.finished_sending or ())
+""",
 )

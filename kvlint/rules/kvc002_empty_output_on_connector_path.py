@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from kvlint.fixes import Applicability, Fix
 from kvlint.rules.rule import Rule
 from kvlint.sites import SentinelUseKind, Site, SiteKind
+
+if TYPE_CHECKING:
+    from kvlint.fix_context import FixContext
 
 
 def check(site: Site) -> str | None:
@@ -17,6 +23,16 @@ def check(site: Site) -> str | None:
         f"`return {site.operand}` on a connector path ({site.path_reason}) drops the {payload}; "
         f"return a copy with `{field}` set"
     )
+
+
+def fix(site: Site, context: FixContext) -> Fix:
+    """Return an output carrying the one connector output in scope, instead of the bare sentinel."""
+    from kvlint.rules.attaching import return_with_output, the_candidate
+
+    value = the_candidate(site)
+    title, edits = return_with_output(site, context, value, keep_none=False)
+    safe = value in site.proven_candidates
+    return Fix(title, Applicability.SAFE if safe else Applicability.UNSAFE, edits)
 
 
 RULE = Rule(
@@ -62,4 +78,46 @@ def idle_step(sched):
 """,
     options=("empty-sentinels", "connector-guards", "connector-contexts", "connector-functions", "empty-output"),
     check=check,
+    fix=fix,
+    fix_doc=(
+        "When exactly one local name `v` holds the connector output there, the return hands it on: "
+        "`return ModelRunnerOutput.with_kv_conn_output_only(v)` when the tree's output class defines the "
+        "invariant's attaching helper (`attaching-helpers`), else a copy of the sentinel with the field set "
+        "(`output = copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)`, `output.kv_connector_output = v`, `return output`), "
+        "adding `import copy` if needed. Safe when the flow proves `v` is not None there (a connector context, "
+        "a None check) and does not show it empty: the bare sentinel then loses finished transfers, which no "
+        "one means to do, and the fix only hands them on. Unsafe when `v` may be None, or is known to be empty "
+        "there (`is_empty()`, every payload set falsy): returning the bare sentinel for an empty output is "
+        "vLLM's own contract (`empty-output = \"allow-when-empty\"`), so it may be deliberate, and the fix "
+        "changes what callers receive. No fix when no name or several names hold a connector output, or the `return` "
+        "shares its line with other statements."
+    ),
+    fix_before="""
+import copy
+
+from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT
+
+
+def idle_step(self, sched):
+    with self._get_kv_connector_output(sched) as kvo:
+        pass
+    if not kvo.finished_sending and not kvo.finished_recving:
+        return EMPTY_MODEL_RUNNER_OUTPUT
+    return self.run(sched, kvo)
+""",
+    fix_after="""
+import copy
+
+from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT
+
+
+def idle_step(self, sched):
+    with self._get_kv_connector_output(sched) as kvo:
+        pass
+    if not kvo.finished_sending and not kvo.finished_recving:
+        output = copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)
+        output.kv_connector_output = kvo
+        return output
+    return self.run(sched, kvo)
+""",
 )

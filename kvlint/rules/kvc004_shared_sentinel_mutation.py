@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from kvlint.fixes import Applicability, Fix
 from kvlint.rules.rule import Rule
 from kvlint.sites import SentinelUseKind, Site, SiteKind
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from kvlint.fix_context import FixContext
 
 
 def check(site: Site) -> str | None:
@@ -24,6 +32,138 @@ def check(site: Site) -> str | None:
         f"`{site.operand}` is the shared empty sentinel (not a copy); mutating it corrupts every later step; "
         "mutate `copy.copy(...)` of it instead"
     )
+
+
+def fix(site: Site, context: FixContext) -> Fix:
+    """Copy the sentinel where the mutated name is bound to it: `o = copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)`."""
+    import libcst as cst
+
+    from kvlint.fix_context import NoFix
+
+    if site.sink:
+        raise NoFix("a member of the sentinel is mutated: whether to copy it deeply or rebind it is your call")
+    mutation = context.nodes_at(site.span)
+    if not mutation:
+        raise NoFix("kvlint could not find the code it reports (please report this)")
+    function = context.function_of(mutation[0])
+    if function is None:
+        raise NoFix("the sentinel is mutated outside a function")
+    name = site.operand
+    invariant = context.invariant(site.invariant)
+    if "." in name or not name.isidentifier():
+        raise NoFix(f"`{name}` is the sentinel itself: which copy to mutate instead is your call")
+    bindings = _bindings(function, name)
+    if not bindings:
+        raise NoFix(f"`{name}` is the sentinel itself: which copy to mutate instead is your call")
+    if len(bindings) != 1 or not isinstance(bindings[0], cst.Assign) or len(bindings[0].targets) != 1:
+        raise NoFix(f"`{name}` is bound more than once (or not by a plain assignment) in `{function.name.value}`")
+    value = bindings[0].value
+    spelled = context.code(value)
+    if not context.imports.resolve_dotted(spelled) or not _is_sentinel(context, spelled, invariant.empty_sentinels):
+        raise NoFix(f"`{name}` is not bound to the sentinel by name")
+    member = _member_mutated_in_place(function, name)
+    if member:
+        raise NoFix(f"`{member}` is mutated in place, and a shallow copy shares it with the sentinel: copy with "
+                    "`copy.deepcopy` or assign the member anew")
+    copy, imports = context.copy_function(value)
+    return Fix(
+        f"Bind `{name}` to `{copy}({spelled})`",
+        Applicability.SAFE,
+        (*imports, context.replace(context.span(value), f"{copy}({spelled})")),
+    )
+
+
+_IN_PLACE_METHODS = frozenset(
+    "append extend insert pop remove clear update add discard setdefault popitem sort reverse".split()
+)
+
+
+def _member_mutated_in_place(function: cst.FunctionDef, name: str) -> str:
+    """`name.member` as the function mutates it in place (`+=` of a container, an item assignment, a
+    mutating method), "" when it does not."""
+    import libcst as cst
+
+    from kvlint.flow.syntax import dotted_name
+
+    def member_of(node: cst.CSTNode) -> str:
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == name:
+            return f"{name}.{node.attr.value}"
+        return ""
+
+    containers = (cst.List, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp, cst.Tuple)
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(current, cst.AugAssign) and member_of(current.target) and isinstance(current.value, containers):
+            return member_of(current.target)
+        targets: list[cst.CSTNode] = []
+        if isinstance(current, cst.Assign):
+            targets = [target.target for target in current.targets]
+        elif isinstance(current, (cst.AugAssign, cst.Del)):
+            targets = [current.target]
+        for target in targets:
+            if isinstance(target, cst.Subscript) and member_of(target.value):
+                return member_of(target.value)  # an item of the member: the list or dict itself changes
+        if isinstance(current, cst.Call) and isinstance(current.func, cst.Attribute):
+            receiver = member_of(current.func.value)
+            if receiver and current.func.attr.value in _IN_PLACE_METHODS and dotted_name(current.func):
+                return receiver
+        stack.extend(current.children)
+    return ""
+
+
+def _is_sentinel(context: FixContext, spelled: str, sentinels: tuple[str, ...]) -> bool:
+    from kvlint.names import matches
+
+    resolved = context.imports.resolve_dotted(spelled)
+    if "." not in resolved and context.module_name and spelled not in context.imports.bindings:
+        resolved = f"{context.module_name}.{resolved}"
+    return all(part.isidentifier() for part in spelled.split(".")) and matches(resolved, sentinels)
+
+
+def _bindings(function: cst.FunctionDef, name: str) -> list[cst.CSTNode]:
+    """The statements and clauses of the function (not of nested scopes) that bind `name`."""
+    import libcst as cst
+
+    found: list[cst.CSTNode] = []
+    stack: list[cst.CSTNode] = [function.params, function.body]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            if isinstance(current, (cst.FunctionDef, cst.ClassDef)) and current.name.value == name:
+                found.append(current)
+            continue
+        targets: list[cst.CSTNode] = []
+        if isinstance(current, cst.Assign):
+            targets = [target.target for target in current.targets]
+        elif isinstance(current, (cst.AnnAssign, cst.AugAssign, cst.For, cst.NamedExpr, cst.CompFor)):
+            targets = [current.target]
+        elif isinstance(current, cst.AsName):
+            targets = [current.name]
+        elif isinstance(current, cst.Param):
+            targets = [current.name]
+        elif isinstance(current, (cst.Global, cst.Nonlocal)):
+            targets = [item.name for item in current.names]
+        elif isinstance(current, (cst.Import, cst.ImportFrom)) and not isinstance(current.names, cst.ImportStar):
+            targets = [alias.asname.name if alias.asname else alias.name for alias in current.names]
+        if any(_names(target, name) for target in targets):
+            found.append(current)
+        stack.extend(current.children)
+    return found
+
+
+def _names(target: cst.CSTNode, name: str) -> bool:
+    import libcst as cst
+
+    if isinstance(target, cst.Name):
+        return target.value == name
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return any(_names(element.value, name) for element in target.elements)
+    if isinstance(target, cst.StarredElement):
+        return _names(target.value, name)
+    return False
 
 
 RULE = Rule(
@@ -55,4 +195,33 @@ def idle_step(kvo):
 """,
     options=("empty-sentinels",),
     check=check,
+    fix=fix,
+    fix_doc=(
+        "Safe. Where the mutated name has one binding in the function, `o = EMPTY_MODEL_RUNNER_OUTPUT`, it "
+        "becomes `o = copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)`, spelled the way the file imports `copy` (`import copy`, "
+        "`import copy as c`, `from copy import copy`), adding `import copy` when it has neither. The function "
+        "sees the same field values as before; only the shared object stops being written, which is the bug. "
+        "No fix for a mutation of the sentinel spelled directly, of one of its members, or of a name bound "
+        "twice: which object to mutate instead is a design decision."
+    ),
+    fix_before="""
+from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT
+
+
+def idle_step(kvo):
+    output = EMPTY_MODEL_RUNNER_OUTPUT
+    output.kv_connector_output = kvo
+    return output
+""",
+    fix_after="""
+import copy
+
+from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT
+
+
+def idle_step(kvo):
+    output = copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)
+    output.kv_connector_output = kvo
+    return output
+""",
 )

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from kvlint.fixes import Applicability, Fix
 from kvlint.rules.rule import Rule
 from kvlint.sites import DerefTarget, Site, SiteKind
+
+if TYPE_CHECKING:
+    from kvlint.fix_context import FixContext
+
+SET_OPERATORS = ("`|`", "`&`", "`-`", "`^`", "`|=`", "`&=`", "`-=`", "`^=`")
 
 
 def check(site: Site) -> str | None:
@@ -15,6 +23,31 @@ def check(site: Site) -> str | None:
     if site.sink.startswith(("attribute", "call", "subscript")):  # a method, a member: no `or ()` helps there
         return f"`{site.operand}` may be None; check it before the {site.sink}"
     return f"`{site.operand}` may be None; use `{site.operand} or ()` or check it before the {site.sink}"
+
+
+def fix(site: Site, context: FixContext) -> Fix:
+    """Default the field where it is used: `(x or ())`, `(x or set())` beside a set operator."""
+    import libcst as cst
+
+    from kvlint.fix_context import NoFix
+
+    operand = context.node_at(site.operand_span, cst.BaseExpression)
+    parent = context.parent(operand)
+    if site.sink in SET_OPERATORS:
+        if isinstance(parent, cst.AugAssign) and parent.target is operand:
+            raise NoFix(f"the field is the target of `{context.code(parent.operator).strip()}`: assign it a set first")
+        default = "set()"
+    elif site.sink == "iteration" or site.sink == "`in`" or site.sink == "`*` unpacking" or (
+        site.sink.startswith("`") and site.sink.endswith("()`")
+    ):
+        default = "()"
+    else:
+        raise NoFix(f"no default makes the {site.sink} right: check the field for None")
+    text = context.code(operand)
+    argument = isinstance(parent, cst.Arg) and parent.value is operand and parent.keyword is None and not parent.star
+    replacement = f"{text} or {default}" if argument else f"({text} or {default})"
+    edit = context.replace(context.span(operand), replacement)
+    return Fix(f"Use `{context.short(replacement)}`", Applicability.SAFE, (edit,))
 
 
 RULE = Rule(
@@ -44,4 +77,24 @@ def release(kvo: KVConnectorOutput):
 """,
     options=("payload-class", "payload-optional-fields"),
     check=check,
+    fix=fix,
+    fix_doc=(
+        "Safe. The use becomes `(field or ())` (iteration, `in`, `len()`, `*` unpacking, a function that iterates "
+        "its argument) or `(field or set())` (beside a set operator). A None payload field means \"nothing "
+        "finished\", exactly what an empty set means, so every path that did not raise behaves as before and "
+        "the one that raised now sees nothing finished. No fix for a method call, a subscript, an attribute "
+        "or the target of `|=`: no default makes those right."
+    ),
+    fix_before="""
+def release(kvo: KVConnectorOutput):
+    for req_id in kvo.finished_recving:
+        free(req_id)
+    return len(kvo.finished_sending), pending | kvo.finished_sending
+""",
+    fix_after="""
+def release(kvo: KVConnectorOutput):
+    for req_id in (kvo.finished_recving or ()):
+        free(req_id)
+    return len(kvo.finished_sending or ()), pending | (kvo.finished_sending or set())
+""",
 )

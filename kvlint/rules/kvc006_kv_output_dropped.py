@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from kvlint.fixes import Applicability, Fix
 from kvlint.rules.rule import Rule
 from kvlint.sites import Site, SiteKind
+
+if TYPE_CHECKING:
+    from kvlint.fix_context import FixContext
 
 
 def check(site: Site) -> str | None:
@@ -18,6 +24,55 @@ def check(site: Site) -> str | None:
         f"attach it to the output (`{site.field or 'kv_connector_output'}={site.operand}`) or hand it on before "
         "returning"
     )
+
+
+def fix(site: Site, context: FixContext) -> Fix:
+    """Hand the dropped value on in what is returned (always unsafe: callers get an output, not None)."""
+    import libcst as cst
+
+    from kvlint.fix_context import NoFix
+    from kvlint.flow.syntax import dotted_name, is_none_literal
+    from kvlint.names import matches
+    from kvlint.rules.attaching import keyword_edit, return_with_output, the_candidate
+
+    value = the_candidate(site)
+    if value != site.operand:
+        raise NoFix(f"`{value}`, not `{site.operand}`, is the one connector output in scope here")
+    node = context.node_at(site.span, cst.Return)
+    returned = node.value
+    invariant = context.invariant(site.invariant)
+    if isinstance(returned, cst.Call) and matches(
+        context.imports.resolve_dotted(dotted_name(returned.func) or ""), invariant.output_classes
+    ):
+        edit = keyword_edit(returned, context, invariant.field_name, value)
+        return Fix(f"Pass `{invariant.field_name}={value}`", Applicability.UNSAFE, (edit,))
+    if returned is not None and _built_output(returned, context, invariant.output_classes):
+        raise NoFix("the returned output is built elsewhere: attach the connector output where it is built")
+    keep_none = returned is None or is_none_literal(returned)
+    title, edits = return_with_output(site, context, value, keep_none=keep_none and value not in site.proven_candidates)
+    return Fix(title, Applicability.UNSAFE, edits)
+
+
+def _built_output(returned: object, context: FixContext, output_classes: tuple[str, ...]) -> bool:
+    """The returned name is bound to an output construction in the function (not to the sentinel)."""
+    import libcst as cst
+
+    from kvlint.flow.syntax import dotted_name
+    from kvlint.names import matches
+    from kvlint.rules.kvc004_shared_sentinel_mutation import _bindings
+
+    if not isinstance(returned, cst.Name):
+        return not isinstance(returned, cst.Call)  # an attribute, a subscript: kvlint cannot tell what it is
+    function = context.function_of(returned)
+    if function is None:
+        return True
+    for binding in _bindings(function, returned.value):
+        value = getattr(binding, "value", None)
+        if not isinstance(value, cst.Call):
+            continue
+        if matches(context.imports.resolve_dotted(dotted_name(value.func) or ""), output_classes):
+            return True
+    return False
 
 
 RULE = Rule(
@@ -61,4 +116,39 @@ def sample(self, grammar_output):
 """,
     options=("optional-fields", "output-classes", "empty-sentinels", "optional-contexts"),
     check=check,
+    fix=fix,
+    fix_doc=(
+        "Unsafe: callers that received None (or the bare sentinel) now receive an output carrying the KV "
+        "output, on a path kvlint cannot show is a connector path. When the dropped value `v` is the one "
+        "connector output in scope: `return None` becomes `return ModelRunnerOutput.with_kv_conn_output_only(v) "
+        "if v is not None else None` when the tree's output class defines the attaching helper, else an "
+        "`if v is not None:` block returning a copy of the sentinel with the field set, before the original "
+        "`return`; a return of the sentinel or of a bare copy returns such a copy; a construction returned in "
+        "place gets `kv_connector_output=v`. No fix when several names hold a connector output, the output is "
+        "built elsewhere, or the module names neither the helper's class nor the sentinel."
+    ),
+    fix_before="""
+from vllm.v1.outputs import ModelRunnerOutput
+
+
+def sample(self, grammar_output):
+    state, self.step_state = self.step_state, None
+    kvo = state.kv_connector_output
+    if not self.is_last_rank:
+        self.receive_from_last_rank()
+        return None
+    return ModelRunnerOutput(req_ids=state.req_ids, kv_connector_output=kvo)
+""",
+    fix_after="""
+from vllm.v1.outputs import ModelRunnerOutput
+
+
+def sample(self, grammar_output):
+    state, self.step_state = self.step_state, None
+    kvo = state.kv_connector_output
+    if not self.is_last_rank:
+        self.receive_from_last_rank()
+        return ModelRunnerOutput.with_kv_conn_output_only(kvo) if kvo is not None else None
+    return ModelRunnerOutput(req_ids=state.req_ids, kv_connector_output=kvo)
+""",
 )

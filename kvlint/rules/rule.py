@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from kvlint.fixes import Fix
 from kvlint.sites import Site
+
+if TYPE_CHECKING:
+    from kvlint.fix_context import FixContext
 
 
 @dataclass(frozen=True)
@@ -21,6 +26,11 @@ class Rule:
     good: str  # the same code, fixed
     options: tuple[str, ...] = ()  # configuration keys that shape the rule
     check: Callable[[Site], str | None] | None = None  # message when the site violates the rule
+    # the fix of a finding at a site, built only for findings; raises `NoFix` saying why there is none
+    fix: Callable[[Site, FixContext], Fix] | None = None
+    fix_doc: str = ""  # what the fix does and when it is safe
+    fix_before: str = ""  # code the fix changes ...
+    fix_after: str = ""  # ... and what `kvlint check --fix` (or `--unsafe-fixes`) makes of it
 
     def documentation(self) -> str:
         """Render the rule's documentation as `kvlint explain` prints it."""
@@ -39,6 +49,10 @@ class Rule:
             "Use instead",
             *("    " + line if line else "" for line in self.good.strip("\n").splitlines()),
         ]
+        if self.fix_doc:
+            lines += ["", "Fix", *_wrapped(self.fix_doc)]
+            lines += ["", "  Before", *_indented(self.fix_before)]
+            lines += ["", "  After", *_indented(self.fix_after)]
         if self.options:
             lines += ["", "Options", *(f"  - {option}" for option in self.options)]
         return "\n".join(lines) + "\n"
@@ -69,6 +83,19 @@ class Rule:
             self.good.strip("\n"),
             "```",
         ]
+        if self.fix_doc:
+            lines += ["", "**Fix**", "", self.fix_doc, "", "Before:", "", "```python", self.fix_before.strip("\n"),
+                      "```", "", "After:", "", "```python", self.fix_after.strip("\n"), "```"]
         if self.options:
             lines += ["", "**Options**", "", *(f"- `{option}`" for option in self.options)]
         return "\n".join(lines) + "\n"
+
+
+def _wrapped(text: str) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width=100, initial_indent="  ", subsequent_indent="  ")
+
+
+def _indented(code: str) -> list[str]:
+    return ["    " + line if line else "" for line in code.strip("\n").splitlines()]

@@ -1,0 +1,364 @@
+"""`kvlint check --fix`: before/after pairs for every fix kind, the guarantees, and the command line.
+
+The pairs live in `fixtures/fixes/` (`NAME.py` before, `NAME.fixed.py` after `--fix --unsafe-fixes`);
+each is also checked with CRLF line endings, tab indentation and a byte order mark, made from it here.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kvlint.config import Config
+from kvlint.engine import analyse_source, module_name_for
+from kvlint.fixer import MAX_PASSES, fix_source
+from kvlint.fixes import Applicability, Edit, Fix
+from kvlint.rules import RULES
+from kvlint.runner import index_tree
+from tests.conftest import FIXTURES, ROOT, run_kvlint
+from tests.test_fuzz import BLOCKS, _indent, fuzz
+
+FIXES = FIXTURES / "fixes"
+PAIRS = sorted(path.name[: -len(".fixed.py")] for path in FIXES.glob("*.fixed.py"))
+CONFIG = Config()
+INDEX, _ = index_tree([FIXES], CONFIG)
+
+
+def _variant(text: str, kind: str) -> str:
+    if kind == "crlf":
+        return text.replace("\n", "\r\n")
+    if kind == "tabs":
+        return re.sub(r"^((?:    )+)", lambda m: "\t" * (len(m.group(1)) // 4), text, flags=re.MULTILINE)
+    if kind == "bom":
+        return "\ufeff" + text
+    return text
+
+
+def _fix(name: str, text: str, unsafe: bool = True):  # type: ignore[no-untyped-def]
+    module_name, is_package = module_name_for(FIXES / f"{name}.py")
+    return fix_source(text, f"fixtures/fixes/{name}.py", CONFIG, INDEX, unsafe=unsafe, module_name=module_name,
+                      is_package=is_package)
+
+
+def test_every_fix_kind_has_a_pair() -> None:
+    assert {"kvc001_guards", "kvc002_copy", "helpers_kv_and_ec", "kvc003_keyword", "kvc004_copy",
+            "kvc004_from_import", "kvc005_defaults", "kvc006_return_none", "kvc006_helper",
+            "several_in_one"} <= set(PAIRS)
+
+
+@pytest.mark.parametrize("kind", ["lf", "crlf", "tabs", "bom"])
+@pytest.mark.parametrize("name", PAIRS)
+def test_the_pair(name: str, kind: str) -> None:
+    before = _variant((FIXES / f"{name}.py").read_text(encoding="utf-8"), kind)
+    after = _variant((FIXES / f"{name}.fixed.py").read_text(encoding="utf-8"), kind)
+    outcome = _fix(name, before)
+    assert outcome.refused == ""
+    assert outcome.text == after
+    assert outcome.fixed and all(f.fix is not None for f in outcome.fixed)
+    ast.parse(outcome.text.lstrip("\ufeff"))
+    assert not [f for f in outcome.remaining if f.fix is not None]  # nothing fixable is left
+    again = _fix(name, outcome.text)
+    assert (again.text, again.fixed, again.refused) == (outcome.text, (), "")  # a second run changes no byte
+
+
+def test_where_the_edit_is_ambiguous_no_fix_is_offered_and_the_finding_says_why() -> None:
+    source = (FIXES / "no_fix.py").read_text()
+    outcome = _fix("no_fix", source)
+    assert (outcome.text, outcome.fixed, outcome.refused) == (source, (), "")
+    reasons = {(f.line, f.code): f.no_fix for f in outcome.remaining}
+    assert all(f.fix is None for f in outcome.remaining)
+    assert reasons == {
+        (9, "KVC002"): "several local names may hold the `kv_connector_output` value (`kvo`, `other`): "
+                       "which to attach is your call",
+        (16, "KVC001"): "the dereference is in an `elif` condition, where no guard statement fits",
+        (21, "KVC001"): "the dereference is in a one-line block, where no guard statement fits",
+        (21, "KVC005"): "no default makes the attribute access `.copy` right: check the field for None",
+        (22, "KVC001"): "neither a loop nor the function's returns show what to do when it is None",
+        (26, "KVC004"): "`EMPTY_MODEL_RUNNER_OUTPUT` is the sentinel itself: which copy to mutate instead is your call",
+    }
+
+
+def test_an_edit_that_would_drop_a_comment_inside_it_is_not_offered() -> None:
+    outcome = _fix("comments_inside", (FIXES / "comments_inside.py").read_text())
+    assert [(f.code, f.no_fix) for f in outcome.remaining] == [
+        ("KVC002", "the edit would drop the comment `# nothing ran` inside the code it replaces")]
+    assert all("\n" not in f.fix.title for f in outcome.fixed if f.fix is not None)  # titles are one line
+
+
+def test_without_unsafe_fixes_only_the_safe_ones_apply() -> None:
+    guards = (FIXES / "kvc001_guards.py").read_text()
+    assert _fix("kvc001_guards", guards, unsafe=False).text == guards  # every guard changes behaviour
+    defaults = (FIXES / "kvc005_defaults.py").read_text()
+    assert _fix("kvc005_defaults", defaults, unsafe=False).text == (FIXES / "kvc005_defaults.fixed.py").read_text()
+    dropped = (FIXES / "kvc006_return_none.py").read_text()
+    assert _fix("kvc006_return_none", dropped, unsafe=False).text == dropped
+    applicability = {f.code: f.fix.applicability for f in analyse_source(
+        (FIXES / "several_in_one.py").read_bytes(), "x.py", CONFIG, INDEX).findings if f.fix is not None}
+    assert applicability == {"KVC001": Applicability.UNSAFE, "KVC004": Applicability.SAFE,
+                             "KVC005": Applicability.SAFE}
+
+
+@pytest.mark.parametrize("code", [code for code, rule in RULES.items() if rule.fix is not None])
+def test_each_rule_documents_its_fix_and_the_example_is_what_the_fix_does(code: str) -> None:
+    rule = RULES[code]
+    assert rule.fix_doc and rule.fix_before and rule.fix_after
+    assert re.search(r"\b(Safe|Unsafe)\b", rule.fix_doc)  # the applicability, and why
+    explained = run_kvlint("explain", code).stdout
+    assert "\nFix\n" in explained and "  Before\n" in explained and "  After\n" in explained
+    before = rule.fix_before.lstrip("\n")
+    index, _ = index_tree([FIXES / "outputs.py"], CONFIG)  # an output class with the attaching helpers
+    outcome = fix_source(before, "example.py", CONFIG, index, unsafe=True)
+    assert outcome.refused == ""
+    assert outcome.text == rule.fix_after.lstrip("\n")
+
+
+def test_every_rule_that_reports_sites_offers_fixes() -> None:
+    assert {code for code, rule in RULES.items() if rule.fix is not None} == {
+        "KVC001", "KVC002", "KVC003", "KVC004", "KVC005", "KVC006"}
+
+
+# ------------------------------------------------------------------ guarantees
+
+
+def test_a_file_libcst_does_not_print_back_byte_for_byte_is_refused() -> None:
+    source = "def count(kvo: KVConnectorOutput):\r    return len(kvo.finished_sending)\r"
+    report = analyse_source(source, "cr.py", CONFIG)
+    assert report.findings and report.findings[0].fix is not None  # there is something to fix ...
+    outcome = fix_source(source, "cr.py", CONFIG, unsafe=True)
+    assert outcome.text == source and outcome.fixed == ()  # ... but the file is left alone, and says why
+    assert outcome.refused == "not fixed: libcst does not print this file back byte for byte (line endings?)"
+
+
+def _with_fix(monkeypatch: pytest.MonkeyPatch, code: str, content: str) -> None:
+    """Make the rule's fix replace the reported span with `content`."""
+    def broken(site, context):  # type: ignore[no-untyped-def]
+        span = site.operand_span or site.span
+        return Fix("broken", Applicability.SAFE, (Edit(span.line, span.column, span.end_line, span.end_column,
+                                                       content),))
+
+    monkeypatch.setitem(RULES, code, dataclasses.replace(RULES[code], fix=broken))
+
+
+def test_a_fix_that_would_not_parse_is_reverted(monkeypatch: pytest.MonkeyPatch) -> None:
+    source = (FIXES / "kvc005_defaults.py").read_text()
+    _with_fix(monkeypatch, "KVC005", "(kvo.finished_sending or (")
+    outcome = _fix("kvc005_defaults", source)
+    assert (outcome.text, outcome.fixed) == (source, ())
+    assert outcome.refused.startswith("not fixed: the fixed file would not parse")
+
+
+def test_a_fix_that_leaves_its_finding_or_adds_one_is_reverted(monkeypatch: pytest.MonkeyPatch) -> None:
+    source = (FIXES / "kvc005_defaults.py").read_text()
+    _with_fix(monkeypatch, "KVC005", "kvo.finished_sending")  # the same finding, on another field
+    outcome = _fix("kvc005_defaults", source)
+    assert (outcome.text, outcome.fixed) == (source, ())
+    assert outcome.refused.startswith("not fixed: the fixes would leave KVC005 in `")
+
+
+def test_a_fix_that_fails_verification_is_left_out_and_the_others_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    source = (FIXES / "several_in_one.py").read_text()
+    _with_fix(monkeypatch, "KVC004", "EMPTY_MODEL_RUNNER_OUTPUT.kv_connector_output")  # a new finding
+    outcome = _fix("several_in_one", source)
+    assert outcome.refused == ""
+    assert sorted(f.code for f in outcome.fixed) == ["KVC001", "KVC001", "KVC005", "KVC005"]
+    assert "idle = EMPTY_MODEL_RUNNER_OUTPUT\n" in outcome.text and "if kvo is None:" in outcome.text
+    [left] = outcome.remaining
+    assert left.code == "KVC004" and left.fix is None
+    assert left.no_fix.startswith("its fix was not applied: the fixes would leave KVC004 in `finish_step`")
+
+
+def test_passes_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fix that keeps finding work (here: adding a comment each pass) stops after MAX_PASSES and is reverted."""
+    source = "def f(kvo: KVConnectorOutput):\n    return len(kvo.finished_sending)\n"
+
+    def grows(site, context):  # type: ignore[no-untyped-def]
+        return Fix("grow", Applicability.SAFE, (Edit(1, 0, 1, 0, "# more\n"),))
+
+    monkeypatch.setitem(RULES, "KVC005", dataclasses.replace(RULES["KVC005"], fix=grows))
+    outcome = fix_source(source, "grow.py", CONFIG)
+    assert outcome.text == source and "leave KVC005" in outcome.refused
+    assert MAX_PASSES == 10
+
+
+# ------------------------------------------------------------------ command line
+
+
+def _tree(tmp_path: Path) -> Path:
+    target = tmp_path / "fixtures" / "fixes"
+    target.mkdir(parents=True)
+    (tmp_path / "fixtures" / "__init__.py").write_text("")
+    for path in FIXES.glob("*.py"):
+        if not path.name.endswith(".fixed.py"):
+            (target / path.name).write_bytes(path.read_bytes())
+    return target
+
+
+def test_fix_writes_the_files_atomically_keeping_mode_bytes_and_line_endings(tmp_path: Path) -> None:
+    target = _tree(tmp_path)
+    crlf = target / "kvc004_copy.py"
+    crlf.write_bytes(b"\xef\xbb\xbf" + crlf.read_bytes().replace(b"\n", b"\r\n"))
+    os.chmod(crlf, 0o640)
+    completed = run_kvlint("check", "--fix", "--unsafe-fixes", "fixtures", cwd=tmp_path)
+    expected = (FIXES / "kvc004_copy.fixed.py").read_bytes().replace(b"\n", b"\r\n")
+    assert crlf.read_bytes() == b"\xef\xbb\xbf" + expected
+    assert stat.S_IMODE(crlf.stat().st_mode) == 0o640
+    for name in PAIRS:
+        if name != "kvc004_copy":
+            assert (target / f"{name}.py").read_bytes() == (FIXES / f"{name}.fixed.py").read_bytes(), name
+    assert completed.returncode == 1  # no_fix.py's findings remain
+    assert completed.stdout.endswith("Found 37 findings (29 fixed, 8 remaining).\n"), completed.stdout
+    assert not list(tmp_path.rglob("*.tmp"))
+    second = run_kvlint("check", "--diff", "--unsafe-fixes", "fixtures", cwd=tmp_path)
+    assert (second.returncode, second.stdout) == (0, "")
+
+
+def test_safe_fix_leaves_the_unsafe_ones_and_says_so(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    completed = run_kvlint("check", "--fix", "fixtures/fixes/kvc001_guards.py", "fixtures/fixes/kvc005_defaults.py",
+                           cwd=tmp_path)
+    assert "(7 fixed, " in completed.stdout
+    assert "[*]" not in completed.stdout
+    assert "hidden fixes can be enabled with the `--unsafe-fixes` option" in completed.stdout
+
+
+def test_diff_writes_nothing_and_exits_1(tmp_path: Path) -> None:
+    target = _tree(tmp_path)
+    before = {path: path.read_bytes() for path in target.iterdir()}
+    completed = run_kvlint("check", "--diff", "fixtures/fixes/kvc004_copy.py", cwd=tmp_path)
+    assert completed.returncode == 1
+    assert completed.stdout.startswith("--- a/fixtures/fixes/kvc004_copy.py\n+++ b/fixtures/fixes/kvc004_copy.py\n")
+    assert "+import copy\n" in completed.stdout
+    assert "-    output = EMPTY_MODEL_RUNNER_OUTPUT  # the shared one\n" in completed.stdout
+    assert completed.stderr == "Would fix 2 findings.\n"
+    assert {path: path.read_bytes() for path in target.iterdir()} == before
+
+
+def _stdin(tmp_path: Path, data: bytes, *args: str) -> subprocess.CompletedProcess[bytes]:
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "kvlint", "check", *args], cwd=tmp_path, input=data,
+                          capture_output=True, env=environment, timeout=600)
+
+
+def test_fix_with_stdin_prints_the_fixed_source(tmp_path: Path) -> None:
+    source = (FIXES / "kvc005_defaults.py").read_bytes()
+    completed = _stdin(tmp_path, source, "--fix", "-", "--stdin-filename", "kvc005_defaults.py")
+    assert completed.stdout == (FIXES / "kvc005_defaults.fixed.py").read_bytes()
+    assert "Found 8 findings (7 fixed, 1 remaining)." in completed.stderr.decode()
+    assert completed.returncode == 1
+    clean = _stdin(tmp_path, b"x = 1\n", "--fix", "-")
+    assert (clean.returncode, clean.stdout) == (0, b"x = 1\n")
+    diff = _stdin(tmp_path, source, "--diff", "-")
+    assert diff.returncode == 1 and diff.stdout.startswith(b"--- a/-\n+++ b/-\n")
+
+
+def test_a_file_changed_on_disk_since_it_was_read_is_not_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kvlint.fix_files
+
+    target = _tree(tmp_path) / "kvc005_defaults.py"
+    real = kvlint.fix_files.fix_source
+
+    def racing(*args, **kwargs):  # type: ignore[no-untyped-def]
+        outcome = real(*args, **kwargs)
+        target.write_text(target.read_text() + "# edited meanwhile\n")
+        return outcome
+
+    monkeypatch.setattr(kvlint.fix_files, "fix_source", racing)
+    monkeypatch.chdir(tmp_path)
+    result = kvlint.fix_files.fix_file("fixtures/fixes/kvc005_defaults.py", CONFIG, INDEX, False, write=True)
+    assert result.problem == "not fixed: the file changed on disk while kvlint read it"
+    assert target.read_text().endswith("# edited meanwhile\n")
+
+
+def test_json_and_sarif_carry_the_fix(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    records = json.loads(run_kvlint("check", "--format", "json", "fixtures/fixes/kvc004_copy.py",
+                                    cwd=tmp_path).stdout)
+    assert records[0]["fix"] == {
+        "applicability": "safe",
+        "message": "Bind `output` to `copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)`",
+        "edits": [
+            {"content": "import copy\n", "location": {"row": 3, "column": 1}, "end_location": {"row": 3, "column": 1}},
+            {"content": "copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)", "location": {"row": 12, "column": 14},
+             "end_location": {"row": 12, "column": 39}},
+        ],
+    }
+    sarif = json.loads(run_kvlint("check", "--format", "sarif", "fixtures/fixes/kvc004_copy.py",
+                                  cwd=tmp_path).stdout)
+    fix = sarif["runs"][0]["results"][0]["fixes"][0]
+    assert fix["description"]["text"] == "Bind `output` to `copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)`"
+    assert fix["artifactChanges"][0]["replacements"][1] == {
+        "deletedRegion": {"startLine": 12, "startColumn": 14, "endLine": 12, "endColumn": 39},
+        "insertedContent": {"text": "copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)"},
+    }
+
+
+def test_the_flake8_and_mypy_faces_point_to_kvlint_check_fix() -> None:
+    for doc in ("flake8.md", "mypy.md"):
+        assert "kvlint check --fix" in (ROOT / "docs" / doc).read_text(), doc
+
+
+# ------------------------------------------------------------------ property
+
+EXTRA = st.sampled_from([
+    "o = EMPTY_MODEL_RUNNER_OUTPUT",
+    "o.kv_connector_output = kvo",
+    "total = len(kvo.finished_sending)",
+    "done = done | kvo.finished_recving",
+    "return o",
+    "return EMPTY_MODEL_RUNNER_OUTPUT",
+    "return ModelRunnerOutput(req_ids=[], sampled_token_ids=[])",
+    "kvo = out.kv_connector_output",
+])
+FUZZ_STATISTICS = {"programs": 0, "fixed": 0}
+EXTRAS = st.lists(EXTRA, min_size=1, max_size=3)
+PROGRAMS = st.tuples(EXTRAS, BLOCKS, EXTRAS)  # the fuzzer's blocks between lines that give fixes work
+
+
+@settings(fuzz(80), derandomize=True)  # the same programs every run: the statistics below are then stable
+@given(PROGRAMS, st.booleans(), st.booleans())
+def test_fixing_never_breaks_a_file_and_a_fixed_file_rechecks_clean(
+    parts: tuple[list[str], ...], marked: bool, imports_copy: bool
+) -> None:
+    header = (
+        ("import copy\n" if imports_copy else "")
+        + "from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT, KVConnectorOutput, ModelRunnerOutput\n\n\n"
+    )
+    marker = "  # kvlint: connector-path" if marked else ""
+    body = [line for part in parts for line in part]
+    source = header + f"def step(self, out, outs, sched, flag, done):{marker}\n" + "\n".join(_indent(body)) + "\n"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(source, "fuzzed.py", "exec")
+    except SyntaxError:
+        return
+    outcome = fix_source(source, "fuzzed.py", CONFIG, unsafe=True)
+    assert outcome.refused == "", (outcome.refused, source)
+    FUZZ_STATISTICS["programs"] += 1
+    FUZZ_STATISTICS["fixed"] += bool(outcome.fixed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compile(outcome.text, "fixed.py", "exec")
+    fixed = {(f.code, f.message) for f in outcome.fixed}
+    assert not [f for f in outcome.remaining if (f.code, f.message) in fixed and f.fix is not None]
+    again = fix_source(outcome.text, "fuzzed.py", CONFIG, unsafe=True)
+    assert again.text == outcome.text, source
+
+
+def test_the_property_test_saw_programs_that_were_fixed() -> None:
+    """Runs after the property test (same module, file order): it must not pass by generating nothing to fix."""
+    assert FUZZ_STATISTICS["programs"] >= 20 and FUZZ_STATISTICS["fixed"] >= 3, FUZZ_STATISTICS
