@@ -100,14 +100,14 @@ def test_the_noqa_action_silences_the_line_and_the_file_rechecks_clean(workspace
             uri = session.open(workspace / "kvstack" / "aggregator.py")
             found = await session.diagnostics(uri)
             assert len(found) == 2
+            guard_title = "Guard `out` with `if out is None: continue` (KVC001) (unsafe)"
             only_quick = await session.code_actions(uri, found[0], only=[types.CodeActionKind.QuickFix])
-            assert [action.title for action in only_quick] == ["Disable KVC001 for this line"]
+            assert [action.title for action in only_quick] == [guard_title, "Disable KVC001 for this line"]
             assert await session.code_actions(uri, found[0], only=[types.CodeActionKind.Refactor]) == []
             for remaining in (1, 0):
                 actions = await session.code_actions(uri, found[0])
-                titles = [action.title for action in actions]
-                assert titles == ["Disable KVC001 for this line"]
-                action = actions[0]
+                assert [action.title for action in actions] == [guard_title, "Disable KVC001 for this line"]
+                action = actions[1]
                 assert action.kind == types.CodeActionKind.QuickFix
                 assert [d.code for d in action.diagnostics] == ["KVC001"]
                 version = session.apply(uri, action.edit)
@@ -115,7 +115,7 @@ def test_the_noqa_action_silences_the_line_and_the_file_rechecks_clean(workspace
                 assert len(found) == remaining
             text = session.texts[uri]
             assert "out.finished_sending or ():  # expect: KVC001  # noqa: KVC001\n" in text
-            # what an editor asks on save: no fix-all without kvlint's fixer, nothing at all once clean
+            # what an editor asks on save: nothing once clean
             assert await session.code_actions(uri, found[0] if found else types.Diagnostic(
                 range=types.Range(types.Position(0, 0), types.Position(0, 0)), message=""),
                 only=["source.fixAll.kvlint"]) == []
@@ -132,7 +132,7 @@ def test_an_existing_noqa_comment_is_extended(workspace: Path) -> None:
             uri = session.open(path, text)
             found = await session.diagnostics(uri)
             assert [d.range.start.line for d in found] == [18, 20]
-            (action,) = await session.code_actions(uri, found[0])
+            (action,) = [a for a in await session.code_actions(uri, found[0]) if a.title.startswith("Disable")]
             version = session.apply(uri, action.edit)
             assert len(await session.diagnostics(uri, version)) == 1
             assert "out.finished_sending or ():  # noqa: E501, KVC001  # expect: KVC001\n" in session.texts[uri]
@@ -449,3 +449,80 @@ def test_without_the_server_extra_the_command_says_how_to_install_it() -> None:
     assert completed.returncode == 2
     assert completed.stdout == ""
     assert "pip install 'vllm-kvlint[server]'" in completed.stderr
+
+
+IDLE_STEPS = '''"""Idle steps of a worker."""
+
+from __future__ import annotations
+
+from kvstack.outputs import EMPTY_MODEL_RUNNER_OUTPUT, KVConnectorOutput, ModelRunnerOutput
+
+
+def idle_output(kvo: KVConnectorOutput) -> ModelRunnerOutput:
+    output = EMPTY_MODEL_RUNNER_OUTPUT
+    output.kv_connector_output = kvo
+    return output
+
+
+def finished(outputs: list[ModelRunnerOutput]) -> set[str]:
+    done: set[str] = set()
+    for out in outputs:
+        kvo = out.kv_connector_output
+        if kvo is None:
+            continue
+        for req_id in kvo.finished_sending:
+            done.add(req_id)
+    return done
+
+
+def first_sending(out: ModelRunnerOutput) -> set[str] | None:
+    kvo = out.kv_connector_output
+    return kvo.finished_sending
+'''
+
+
+def test_a_quick_fix_applies_kvlints_own_fix_and_the_file_rechecks_clean(workspace: Path) -> None:
+    """The seed bug's guard, offered as an unsafe quick fix (it changes what a None output does), applied."""
+    async def scenario() -> None:
+        async with Session(workspace) as session:
+            uri = session.open(workspace / "kvstack" / "aggregator.py")
+            found = await session.diagnostics(uri)
+            assert [d.range.start.line for d in found] == [18, 20]
+            actions = await session.code_actions(uri, found[0])
+            (guard,) = [action for action in actions if not action.title.startswith("Disable")]
+            assert guard.title == "Guard `out` with `if out is None: continue` (KVC001) (unsafe)"
+            assert guard.kind == types.CodeActionKind.QuickFix and not guard.is_preferred
+            version = session.apply(uri, guard.edit)
+            assert await session.diagnostics(uri, version) == []  # one guard covers both dereferences
+            assert "            out = out.kv_connector_output\n" + GUARD in session.texts[uri]
+
+    run(scenario())
+
+
+def test_fix_all_applies_the_safe_fixes_as_kvlint_check_fix_does(workspace: Path) -> None:
+    """`source.fixAll.kvlint` on an unsaved buffer: the two safe fixes (a copy of the sentinel, `or ()`), not the
+    unsafe guard; the buffer becomes what `kvlint check --fix` makes of the same file."""
+    on_disk = workspace / "kvstack" / "idle.py"
+    on_disk.write_text(IDLE_STEPS)
+    completed = run_kvlint("check", "--fix", "--exit-zero", "kvstack/idle.py", cwd=workspace)
+    assert "Found 3 findings (2 fixed, 1 remaining)." in completed.stdout, completed.stdout
+    fixed_by_check = on_disk.read_text()
+    on_disk.write_text(IDLE_STEPS)
+
+    async def scenario() -> None:
+        async with Session(workspace) as session:
+            uri = session.open(on_disk)
+            found = await session.diagnostics(uri)
+            assert sorted(str(d.code) for d in found) == ["KVC001", "KVC004", "KVC005"]
+            (fix_all,) = await session.code_actions(uri, found[0], only=["source.fixAll.kvlint"])
+            assert fix_all.kind == "source.fixAll.kvlint"
+            version = session.apply(uri, fix_all.edit)
+            remaining = await session.diagnostics(uri, version)
+            assert [str(d.code) for d in remaining] == ["KVC001"]
+            assert session.texts[uri] == fixed_by_check
+            assert "import copy" in fixed_by_check and "(kvo.finished_sending or ())" in fixed_by_check
+            # nothing safe is left to fix
+            assert await session.code_actions(uri, remaining[0], only=["source.fixAll.kvlint"]) == []
+            assert on_disk.read_text() == IDLE_STEPS  # the server edits the buffer, never the file
+
+    run(scenario())

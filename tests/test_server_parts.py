@@ -3,10 +3,8 @@ workspace edits, the packaged rule docs, and the tree index against the one `kvl
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +18,7 @@ from kvlint.noqa import is_suppressed, noqa_line_mapping
 from kvlint.rules import RULE_DOCS_FILE, RULES, rule_docs_markdown
 from kvlint.runner import index_tree, run
 from kvlint.server.analysis import DocumentAnalysis, analyse_text
-from kvlint.server.code_actions import fix_all, quick_fixes, replacement, workspace_edit
+from kvlint.server.code_actions import quick_fixes, replacement, workspace_edit
 from kvlint.server.diagnostics import diagnostic, hover_text, rule_docs_url
 from kvlint.server.documents import Document, path_of
 from kvlint.server.positions import UTF8, UTF16, UTF32, client_column, code_point_column, from_client, to_client
@@ -162,35 +160,6 @@ def test_one_quick_fix_per_finding_with_a_fix_unsafe_in_its_title() -> None:
     ]
     assert all(a.kind == types.CodeActionKind.QuickFix for a in actions)
     assert [d.code for d in actions[2].diagnostics] == ["KVC001"]
-
-
-def test_fix_all_offers_nothing_while_kvlint_has_no_fixer(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "kvlint.fixer", None)  # an import of it fails, as before the fixer lands
-    text = "def step():\n    return EMPTY_MODEL_RUNNER_OUTPUT\n"
-    analysis = dataclasses.replace(_analysis(text), index=analyse_text("u", 1, text, None, Config(), None).index)
-    assert fix_all(analysis) is None
-
-
-def test_fix_all_replaces_only_what_the_fixer_changed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With a fixer (here a stand-in with the agreed signature), the action is one edit of the changed span."""
-    import types as python_types
-
-    calls = []
-
-    def fix_source(source, display_path, config, index, unsafe=False, module_name="", is_package=False):
-        calls.append((display_path, unsafe, module_name, is_package))
-        return python_types.SimpleNamespace(text=source.replace("return EMPTY", "return copy(EMPTY"), fixed=1,
-                                            remaining=(), refused=())
-
-    monkeypatch.setitem(sys.modules, "kvlint.fixer", python_types.SimpleNamespace(fix_source=fix_source))
-    text = "def step():\n    return EMPTY_MODEL_RUNNER_OUTPUT\n"
-    analysis = dataclasses.replace(_analysis(text), index=analyse_text("u", 1, text, None, Config(), None).index,
-                                   display_path="/w/step.py", module_name="step")
-    action = fix_all(analysis)
-    assert action.kind == "source.fixAll.kvlint"
-    assert calls == [("/w/step.py", False, "step", False)]
-    (edit,) = action.edit.document_changes[0].edits
-    assert (edit.range.start.line, edit.range.start.character, edit.new_text) == (1, 11, "copy(")
 
 
 @pytest.mark.parametrize(("old", "new"), [

@@ -76,12 +76,10 @@ def quick_fixes(
 def fix_all(analysis: DocumentAnalysis, encoding: str = UTF16, document_changes: bool = True
             ) -> types.CodeAction | None:
     """`source.fixAll.kvlint`: every safe fix, applied and re-checked as `kvlint check --fix` does; None when
-    nothing changes (or this kvlint has no fixer)."""
+    nothing changes."""
+    from kvlint.fixer import fix_source
+
     if analysis.config is None or analysis.index is None:
-        return None
-    try:
-        from kvlint.fixer import fix_source  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:
         return None
     outcome = fix_source(
         analysis.text, analysis.display_path, analysis.config, analysis.index, unsafe=False,
