@@ -6,12 +6,8 @@ calls `run`; the result is identical whatever the job count or file order.
 
 from __future__ import annotations
 
-import gc
-import importlib
 import os
 import re
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -99,8 +95,7 @@ def run(
     if cache is not None:
         relevant = cache.unknown(relevant)
     jobs = min(jobs, default_jobs())  # more workers than CPUs only cost; the pool forks no more than its items
-    analysis_import = _BackgroundImport("kvlint.flow")
-    with _Pool(jobs, len(entries), on_start=analysis_import.start, before_fork=analysis_import.finish) as pool:
+    with _Pool(jobs, len(entries)) as pool:
         prepared = pool.map(_prepare, relevant, on_crash=_prepare_crashed)
         declarations = [entry for p in prepared for entry in p.declarations]
         if cache is not None:
@@ -114,29 +109,21 @@ def run(
         if cache is not None:
             caller_work = list(cache.unknown(caller_work))
         prepared += pool.map(_prepare, caller_work, on_crash=_prepare_crashed)
-        problem = pool.problem
-    del skipped, texts, callers, caller_work  # the index holds what the analysis needs of them
-    work = [_Analysis(p.display_path, len(p.text), prepared=p) for p in prepared]
-    reports: list[FileReport] = []
-    if cache is not None:
-        reused, stale = cache.reports_for(cache.store.index_key(index, extra_names))
-        reports += reused
-        work += stale
-    work.sort(key=lambda w: (-w.size, w.display_path))  # the longest first: workers finish together
-    analysis_import.finish()  # no thread may run while the analysis workers are forked
-    gc.freeze()  # what the workers inherit is never scanned by their collector (nor copied by it)
-    global _RUN
-    _RUN = _Run(work, config, index, extra_names, suppress)
-    try:
-        with _Pool(jobs, len(work)) as pool:  # forked now: each inherits libcst, the index and the files
-            analysed = pool.map(_analyse, range(len(work)), progress, on_crash=_analyse_crashed)
-            problem = problem or pool.problem
-    finally:
-        _RUN = None
-    if cache is not None:
-        cache.remember(work, analysed)
-    reports += analysed
-    result.pool_problem = problem
+        work = [_Analysis(p.display_path, len(p.text), prepared=p) for p in prepared]
+        reports: list[FileReport] = []
+        if cache is not None:
+            reused, stale = cache.reports_for(cache.store.index_key(index, extra_names))
+            reports += reused
+            work += stale
+        work.sort(key=lambda w: (-w.size, w.display_path))  # the longest first: workers finish together
+        shared = _SharedIndex.of(index) if pool.parallel else index
+        analysed = pool.map(
+            _analyse, [(w, config, shared, extra_names, suppress) for w in work], progress, on_crash=_analyse_crashed
+        )
+        if cache is not None:
+            cache.remember(work, analysed)
+        reports += analysed
+    result.pool_problem = pool.problem
     result.index = index
     reports += [FileReport(f.path, findings=(f,)) for f in unreadable]  # KVC901, and KVC900 of skipped files
     reports.sort(key=lambda r: r.display_path)
@@ -244,69 +231,39 @@ def _prepare(args: tuple[SourceFile, bytes, Config, tuple[str, ...]]) -> Prepare
     return prepare_source(data, source.display_path, config, module_name, is_package, extra_names)
 
 
-@dataclass
-class _Run:
-    """What every analysis task of the current run reads: set before the analysis workers are forked, so
-    that each inherits it (a task is only an index into `work`); nothing of it is pickled."""
+class _SharedIndex:
+    """The tree index pickled once for every worker task: a worker unpickles it once per run, not once
+    per file (vLLM's index is 0.3 MB; pickling it for each of 41 files cost a quarter of a second)."""
 
-    work: list[_Analysis]
-    config: Config
-    index: TreeIndex
-    names: tuple[str, ...]
-    suppress: bool
+    _loaded: tuple[str, TreeIndex] | None = None  # in a worker: the index of the current run
+
+    def __init__(self, token: str, blob: bytes):
+        self.token, self.blob = token, blob
+
+    @classmethod
+    def of(cls, index: TreeIndex) -> _SharedIndex:
+        import pickle
+
+        blob = pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
+        return cls(f"{os.getpid()}-{time.perf_counter_ns()}", blob)
+
+    def index(self) -> TreeIndex:
+        import pickle
+
+        loaded = _SharedIndex._loaded
+        if loaded is None or loaded[0] != self.token:
+            loaded = _SharedIndex._loaded = (self.token, pickle.loads(self.blob))
+        return loaded[1]
 
 
-_RUN: _Run | None = None
-
-
-def _analyse(number: int) -> FileReport:
-    run_state = _RUN
-    assert run_state is not None, "the analysis runs inside `run`"
-    work = run_state.work[number]
+def _analyse(args: tuple[_Analysis, Config, TreeIndex | _SharedIndex, tuple[str, ...], bool]) -> FileReport:
+    work, config, shared, names, suppress = args
+    index = shared.index() if isinstance(shared, _SharedIndex) else shared
     prepared = work.prepared
     if prepared is None:
         source, data, prepare_names = work.unprepared  # type: ignore[misc]
-        prepared = _prepare((source, data, run_state.config, prepare_names))
-    return analyse_prepared(prepared, run_state.config, run_state.index, run_state.names, run_state.suppress)
-
-
-class _BackgroundImport:
-    """Import a module on a thread of this process while it waits for the file workers (the analysis
-    workers are forked afterwards and inherit it): libcst's 0.1 s is paid once, in time that was idle,
-    instead of once per worker.
-
-    The thread starts only after the file workers are forked and is joined before anything else is
-    forked; it imports nothing a forked worker could need, and a short switch interval keeps it from
-    delaying the hand-out of files by more than half a millisecond."""
-
-    def __init__(self, module: str):
-        self.module = module
-        self.thread: threading.Thread | None = None
-        self.interval = 0.0
-
-    def start(self) -> None:
-        if self.module in sys.modules or self.thread is not None:
-            return
-        self.interval = sys.getswitchinterval()
-        sys.setswitchinterval(min(self.interval, 0.0005))
-        self.thread = threading.Thread(target=self._import, name="kvlint-import", daemon=True)
-        try:
-            self.thread.start()
-        except RuntimeError:  # no thread can start (a process limit): the workers import it themselves
-            self.thread = None
-            sys.setswitchinterval(self.interval)
-
-    def _import(self) -> None:
-        try:
-            importlib.import_module(self.module)
-        except BaseException:  # noqa: BLE001 - the import is retried, and fails loudly, where it is needed
-            pass
-
-    def finish(self) -> None:
-        if self.thread is not None:
-            self.thread.join()
-            self.thread = None
-            sys.setswitchinterval(self.interval)
+        prepared = _prepare((source, data, config, prepare_names))
+    return analyse_prepared(prepared, config, index, names, suppress)
 
 
 def index_tree(paths: Sequence[Path], config: Config) -> tuple[TreeIndex, frozenset[str]]:
@@ -370,10 +327,18 @@ def _build_index(
     return index, callers
 
 
-def _Pool(jobs: int, size: int, on_start: Callable[[], None] | None = None,  # noqa: N802
-          before_fork: Callable[[], None] | None = None) -> WorkerPool:
+def _Pool(jobs: int, size: int) -> WorkerPool:  # noqa: N802 - reads as the class it returns
     """The run's worker processes (`kvlint.worker_pool`); fewer than PARALLEL_THRESHOLD files need none."""
-    return WorkerPool(jobs, size, PARALLEL_THRESHOLD, on_start=on_start, before_fork=before_fork)
+    return WorkerPool(jobs, size, PARALLEL_THRESHOLD, initializer=_warm_worker)
+
+
+def _warm_worker() -> None:
+    """Import what the analysis needs while the parent is still reading files."""
+    import kvlint.flow  # noqa: F401 - libcst: 0.1 s, better spent now than in the first analysis
+
+
+def _quiet_worker() -> None:
+    """A worker that imports nothing ahead (the pool itself makes workers ignore SIGINT and SIGTERM)."""
 
 
 def _crashed(display_path: str) -> Finding:
@@ -385,6 +350,5 @@ def _prepare_crashed(args: tuple[SourceFile, bytes, Config, tuple[str, ...]]) ->
     return PreparedFile(args[0].display_path, "", error=_crashed(args[0].display_path))
 
 
-def _analyse_crashed(number: int) -> FileReport:
-    display_path = _RUN.work[number].display_path if _RUN is not None else "<unknown>"
-    return FileReport(display_path, findings=(_crashed(display_path),))
+def _analyse_crashed(args: tuple[_Analysis, Config, TreeIndex | _SharedIndex, tuple[str, ...], bool]) -> FileReport:
+    return FileReport(args[0].display_path, findings=(_crashed(args[0].display_path),))

@@ -11,9 +11,6 @@ run kills the workers instead of joining them. A fork that fails means fewer
 workers, down to none (the work then runs in this process), said once in
 `problem`. A worker that dies costs only its own item: the item is retried
 alone in a fresh process, and reported with `on_crash` if that dies too.
-A caller may use the time its workers work (`on_start`, once they are forked),
-even on a thread of its own, provided `before_fork` ends that thread: no
-process is ever forked while another thread of the parent runs.
 """
 
 from __future__ import annotations
@@ -61,15 +58,10 @@ class _Worker:
 class WorkerPool:
     """Map functions over items in worker processes, results in order; see the module's docstring."""
 
-    def __init__(self, jobs: int, size: int, threshold: int = 1, initializer: Callable[[], None] | None = None,
-                 on_start: Callable[[], None] | None = None, before_fork: Callable[[], None] | None = None):
-        """`on_start` runs once the first workers are forked (it may start a thread: every later fork first
-        calls `before_fork`, which must end it)."""
+    def __init__(self, jobs: int, size: int, threshold: int = 1, initializer: Callable[[], None] | None = None):
         self.parallel = jobs > 1 and size >= threshold and hasattr(os, "fork")
         self.jobs = jobs
         self.initializer = initializer
-        self.on_start = on_start
-        self.before_fork = before_fork
         self.workers: list[_Worker] = []
         self.started = False
         self.problem = ""  # why fewer workers than asked for ran, once
@@ -123,8 +115,6 @@ class WorkerPool:
             self.workers.append(worker)
         if len(self.workers) < 2:
             self.close(kill=True)
-        elif self.on_start is not None:
-            self.on_start()
 
     def _distribute(self, function: Callable[[Any], Any], feed: _Feed, total: int | None,
                     progress: Callable[[int, int], None] | None,
@@ -181,8 +171,6 @@ class WorkerPool:
         """A worker died: its item is retried alone (then reported), and a new worker takes its place."""
         self.workers.remove(worker)
         worker.close(kill=True)
-        if self.before_fork is not None:
-            self.before_fork()
         value = _isolated(function, item, on_crash, self.initializer, self.workers)
         replacement = self._fork()
         if replacement is not None:
@@ -191,8 +179,6 @@ class WorkerPool:
         return value
 
     def _fork(self) -> _Worker | None:
-        if self.before_fork is not None and self.started:
-            self.before_fork()
         try:
             return _fork_worker(self.initializer, self.workers)
         except OSError as exc:
