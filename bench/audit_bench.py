@@ -146,7 +146,7 @@ def phases(tree: Path) -> list[tuple[str, float]]:
     wrap(kvlint.runner, "_is_relevant", "byte scan of every file for the configured names")
     wrap(kvlint.runner, "_prepare", "prepare: decode, ast.parse, import table, index entries")
     wrap(kvlint.engine, "_parse_ast", "  of which ast.parse")
-    wrap(kvlint.runner, "_build_index", "tree index, and the scan of skipped files for its callers")
+    wrap(kvlint.runner, "build_index", "tree index, and the scan of skipped files for its callers")
     wrap(kvlint.runner, "_analyse", "analyse: libcst, flow, rules (in a thread with a large stack)")
     wrap(kvlint.engine, "reduced_text", "  of which reduced_text")
     wrap(libcst, "parse_module", "  of which libcst.parse_module")

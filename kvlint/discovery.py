@@ -82,7 +82,7 @@ def _stat_reason(path: str) -> tuple[os.stat_result | None, str]:
         return None, _reason(exc)
 
 
-def _is_skipped_directory(path: str, name: str) -> bool:
+def is_skipped_directory(path: str, name: str) -> bool:
     if name in SKIPPED_DIRECTORIES or name.endswith(".egg-info"):
         return True
     return os.path.lexists(os.path.join(path, "pyvenv.cfg"))
@@ -182,7 +182,7 @@ class _Walker:
                 yield from self.emit(entry.path, None, _reason(exc), shown=shown)
             return False
         if is_dir:
-            return not _is_skipped_directory(entry.path, entry.name) and not self._excluded(entry.path)
+            return not is_skipped_directory(entry.path, entry.name) and not self._excluded(entry.path)
         if not entry.name.endswith(PYTHON_SUFFIXES) or self._excluded(entry.path):
             return False
         if is_link:

@@ -103,7 +103,7 @@ def run(
         texts = [p.text for p in prepared]
         if cache is not None:
             texts += cache.recalled_texts()
-        index, callers = _build_index(declarations, skipped, config, texts)
+        index, callers = build_index(declarations, skipped, config, texts)
         extra_names = EVERYTHING if everything else tuple(sorted(index.candidate_names()))
         caller_work = [(f, d, config, extra_names) for f, d in callers]
         if cache is not None:
@@ -280,7 +280,7 @@ def index_tree(paths: Sequence[Path], config: Config) -> tuple[TreeIndex, frozen
         (relevant if mentions_any(data, names) else skipped).append((entry, data))
     prepared = [_prepare((entry, data, config, ())) for entry, data in relevant]
     entries = [entry for p in prepared for entry in p.declarations]
-    index = _build_index(entries, skipped, config, [p.text for p in prepared])[0]
+    index = build_index(entries, skipped, config, [p.text for p in prepared])[0]
     return index, frozenset(os.path.abspath(entry.path) for entry, _ in candidates)
 
 
@@ -300,7 +300,7 @@ def _read(
         yield entry, data
 
 
-def _build_index(
+def build_index(
     entries: list[Declaration], skipped: list[tuple[SourceFile, bytes]], config: Config,
     relevant_texts: Sequence[str] = (),
 ) -> tuple[TreeIndex, list[tuple[SourceFile, bytes]]]:

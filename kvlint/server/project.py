@@ -25,12 +25,12 @@ from kvlint.discovery import (
     PYTHON_SUFFIXES,
     SourceFile,
     UnreadablePath,
-    _is_skipped_directory,
+    is_skipped_directory,
     iter_python_files,
     read_source,
 )
 from kvlint.engine import PreparedFile, module_name_for, prepare_source
-from kvlint.runner import _build_index
+from kvlint.runner import build_index
 from kvlint.tree_index import TreeIndex
 
 _WORD_CHAR = re.compile(r"\w")
@@ -70,16 +70,16 @@ class IndexedFile:
 
 
 def tree_index(files: Iterable[IndexedFile], config: Config) -> TreeIndex:
-    """The tree index `kvlint check` builds from these files (`runner._build_index`)."""
+    """The tree index `kvlint check` builds from these files (`runner.build_index`)."""
     files = list(files)
     declarations = [entry for file in files if file.scanned for entry in file.declarations]
     skipped = [(SourceFile(file.path, str(file.path)), file.data) for file in files if not file.scanned]
     texts = [file.text for file in files if file.scanned]
-    return _build_index(declarations, skipped, config, texts)[0]
+    return build_index(declarations, skipped, config, texts)[0]
 
 
 def caller_names(index: TreeIndex, config: Config) -> tuple[str, ...]:
-    """The names whose mention makes a file the byte scan skipped worth analysing (as `runner._build_index`
+    """The names whose mention makes a file the byte scan skipped worth analysing (as `runner.build_index`
     picks the callers of Optional-returning functions)."""
     configured = config.names()
     return tuple(sorted(
@@ -124,7 +124,7 @@ class ProjectIndex:
         directory = root
         for name in Path(os.path.relpath(absolute, root)).parts[:-1]:
             directory = os.path.join(directory, name)
-            if _is_skipped_directory(directory, name):
+            if is_skipped_directory(directory, name):
                 return False
         return not self.config.is_excluded(Path(absolute))
 
