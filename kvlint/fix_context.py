@@ -220,15 +220,44 @@ class FixContext:
                 for alias in statement.names:
                     if alias.name == "copy":
                         spelled = alias.asname or "copy"
-        function = self.function_of(at)
         root = spelled.partition(".")[0] or COPY_MODULE
-        if function is not None and root in self._locals(function):
-            raise NoFix(f"`{root}` is a local name of `{function.name.value}`, not the `copy` module")
+        for parent, _ in self.ancestors(at):
+            if isinstance(parent, cst.FunctionDef) and root in self._locals(parent):
+                raise NoFix(f"`{root}` is a local name of `{parent.name.value}`, not the `copy` module")
+        line = self._module_binding(root)
+        if line:
+            raise NoFix(f"the module binds `{root}` at line {line}, not to the `copy` module")
         if spelled:
             return spelled, ()
         if self.imports.bindings.get(COPY_MODULE, COPY_MODULE) != COPY_MODULE:
             raise NoFix("the module binds `copy` to something else")
         return "copy.copy", (self._import_edit("import copy"),)
+
+    def _module_binding(self, name: str) -> int:
+        """The line of a module-level statement other than an import that binds `name` (a `def`, a class, an
+        assignment, a loop target), 0 when there is none."""
+        for statement in self.top_level():
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if statement.name == name:
+                    return statement.lineno
+                continue
+            if isinstance(statement, (ast.Import, ast.ImportFrom)):
+                continue
+            stack: list[ast.AST] = [statement]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    if node.name == name:
+                        return node.lineno
+                    continue
+                if isinstance(node, ast.Lambda):
+                    continue
+                if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
+                    return node.lineno
+                if isinstance(node, ast.alias) and (node.asname or node.name.partition(".")[0]) == name:
+                    return statement.lineno  # an import under `if` / `try`: not the module-level one seen
+                stack.extend(ast.iter_child_nodes(node))
+        return 0
 
     @staticmethod
     def _locals(function: cst.FunctionDef) -> set[str]:
@@ -240,6 +269,16 @@ class FixContext:
                 target = getattr(current, "target", None) or getattr(current, "name", None)
                 if isinstance(target, cst.Name):
                     found.add(target.value)
+            elif isinstance(current, cst.ImportAlias) and current.asname is None:
+                found.add((dotted_name(current.name) or "").partition(".")[0])
+            elif isinstance(current, (cst.FunctionDef, cst.ClassDef)):
+                found.add(current.name.value)
+            elif isinstance(current, (cst.Global, cst.Nonlocal)):
+                found.update(item.name.value for item in current.names)
+            elif isinstance(current, (cst.AnnAssign, cst.AugAssign)) and isinstance(current.target, cst.Name):
+                found.add(current.target.value)
+            elif isinstance(current, cst.MatchAs) and current.name is not None:
+                found.add(current.name.value)
             stack.extend(current.children)
         return found
 

@@ -362,3 +362,118 @@ def test_fixing_never_breaks_a_file_and_a_fixed_file_rechecks_clean(
 def test_the_property_test_saw_programs_that_were_fixed() -> None:
     """Runs after the property test (same module, file order): it must not pass by generating nothing to fix."""
     assert FUZZ_STATISTICS["programs"] >= 20 and FUZZ_STATISTICS["fixed"] >= 3, FUZZ_STATISTICS
+
+
+# ------------------------------------------------------------------ review: fixes that would change behaviour
+
+def _reasons(name: str, source: str) -> dict[tuple[int, str], str]:
+    """Fix the source (it must stay as it is) and return each finding's reason for having no fix."""
+    outcome = _fix(name, source)
+    assert (outcome.text, outcome.fixed, outcome.refused) == (source, (), "")
+    assert all(f.fix is None for f in outcome.remaining)
+    return {(f.line, f.code): f.no_fix for f in outcome.remaining}
+
+
+def test_no_copy_of_the_sentinel_where_the_function_or_module_relies_on_its_identity() -> None:
+    source = '''from fixtures.fixes.old_outputs import EMPTY_MODEL_RUNNER_OUTPUT, KVConnectorOutput
+
+
+def publish_compared(kvo: KVConnectorOutput):
+    output = EMPTY_MODEL_RUNNER_OUTPUT
+    output.kv_connector_output = kvo
+    if output is EMPTY_MODEL_RUNNER_OUTPUT:
+        log_idle()
+    return output
+
+
+def publish_then_return_the_sentinel(kvo: KVConnectorOutput):
+    output = EMPTY_MODEL_RUNNER_OUTPUT
+    output.kv_connector_output = kvo
+    return EMPTY_MODEL_RUNNER_OUTPUT
+
+
+def publish_in_a_loop(outputs):
+    for out in outputs:
+        if out.req_ids:
+            yield EMPTY_MODEL_RUNNER_OUTPUT
+        idle = EMPTY_MODEL_RUNNER_OUTPUT
+        idle.req_ids = out.req_ids
+
+
+def publish_returned(kvo: KVConnectorOutput):
+    output = EMPTY_MODEL_RUNNER_OUTPUT
+    output.kv_connector_output = kvo
+    return output
+
+
+def caller(kvo):
+    result = publish_returned(kvo)
+    if result is EMPTY_MODEL_RUNNER_OUTPUT:
+        return None
+    return result
+'''
+    assert _reasons("identity", source) == {
+        (6, "KVC004"): "`output is EMPTY_MODEL_RUNNER_OUTPUT` compares `output`: with a copy of the sentinel its "
+                       "result would change",
+        (14, "KVC004"): "the function also uses `EMPTY_MODEL_RUNNER_OUTPUT` itself (line 15), which sees the "
+                        "mutation made through `output`; with a copy it would not",
+        (23, "KVC004"): "the function also uses `EMPTY_MODEL_RUNNER_OUTPUT` itself (line 21), which sees the "
+                        "mutation made through `idle`; with a copy it would not",
+        (28, "KVC004"): "`output` is returned, and this module compares with the sentinel by identity (line 34): "
+                        "a copy would change what that comparison says",
+    }
+
+
+def test_the_copy_is_still_safe_where_only_a_none_check_or_an_earlier_return_sees_the_sentinel() -> None:
+    source = '''from fixtures.fixes.old_outputs import EMPTY_MODEL_RUNNER_OUTPUT, KVConnectorOutput
+
+
+def publish(kvo: KVConnectorOutput, busy: bool):
+    if busy:
+        return EMPTY_MODEL_RUNNER_OUTPUT
+    output = EMPTY_MODEL_RUNNER_OUTPUT
+    output.kv_connector_output = kvo
+    assert output is not None
+    return output
+'''
+    outcome = _fix("identity_free", source, unsafe=False)
+    assert "    output = copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)\n" in outcome.text
+    assert outcome.text.startswith("import copy\n\n")
+
+
+def test_no_import_of_copy_where_the_name_means_something_else() -> None:
+    source = '''from fixtures.fixes.old_outputs import EMPTY_MODEL_RUNNER_OUTPUT, KVConnectorOutput
+
+
+def idle(kvo: KVConnectorOutput):
+    output = EMPTY_MODEL_RUNNER_OUTPUT
+    output.kv_connector_output = kvo
+    return output
+
+
+def copy(state):
+    return dict(state)
+'''
+    assert _reasons("copy_defined", source) == {
+        (6, "KVC004"): "the module binds `copy` at line 10, not to the `copy` module"}
+    local = '''from fixtures.fixes.old_outputs import EMPTY_MODEL_RUNNER_OUTPUT, KVConnectorOutput
+
+
+def idle(kvo: KVConnectorOutput):
+    from mylib import copy
+    output = EMPTY_MODEL_RUNNER_OUTPUT
+    output.kv_connector_output = kvo
+    return copy(output)
+
+
+def outer(copy: bool):
+    def inner(kvo: KVConnectorOutput):
+        output = EMPTY_MODEL_RUNNER_OUTPUT
+        output.kv_connector_output = kvo
+        return output
+    return inner
+'''
+    assert _reasons("copy_local", local) == {
+        (7, "KVC004"): "`copy` is a local name of `idle`, not the `copy` module",
+        (14, "KVC004"): "`copy` is a local name of `outer`, not the `copy` module",
+    }
