@@ -53,6 +53,8 @@ class FixContext:
         self._parents: dict[int, cst.CSTNode] | None = None
         self._top_level: list[ast.stmt] | None = None
         self._comments: list[tuple[Span, str]] | None = None
+        # spans of the `return`s reported for more than one invariant (a helper attaches only one of them)
+        self.shared_returns: set[Span] = set()
 
     # ------------------------------------------------------------ nodes and text
 

@@ -477,3 +477,74 @@ def outer(copy: bool):
         (7, "KVC004"): "`copy` is a local name of `idle`, not the `copy` module",
         (14, "KVC004"): "`copy` is a local name of `outer`, not the `copy` module",
     }
+
+
+def test_the_attaching_helper_replaces_only_a_bare_sentinel_and_one_invariant() -> None:
+    source = '''import copy
+
+from fixtures.fixes.outputs import EMPTY_MODEL_RUNNER_OUTPUT, ModelRunnerOutput
+
+
+class Runner:
+
+    def idle(self, sched):
+        with self._get_kv_connector_output(sched) as kvo:
+            pass
+        result = copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)
+        result.req_ids = list(sched.req_ids)
+        return result
+
+    def both(self, sched):
+        with self._get_kv_connector_output(sched) as kvo:
+            with self._get_ec_connector_output(sched) as eco:
+                pass
+        return EMPTY_MODEL_RUNNER_OUTPUT
+
+    def alone(self, sched) -> ModelRunnerOutput:
+        with self._get_kv_connector_output(sched) as kvo:
+            pass
+        return EMPTY_MODEL_RUNNER_OUTPUT
+'''
+    outcome = _fix("helper_review", source, unsafe=False)
+    assert outcome.refused == "" and len(outcome.fixed) == 4 and not outcome.remaining
+    assert outcome.text == source.replace('''        return result
+''', '''        output = copy.copy(result)
+        output.kv_connector_output = kvo
+        return output
+''').replace('''        return EMPTY_MODEL_RUNNER_OUTPUT
+''', '''        output = copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)
+        output.ec_connector_output = eco
+        kv_output = copy.copy(output)
+        kv_output.kv_connector_output = kvo
+        return kv_output
+''', 1).replace('''            pass
+        return EMPTY_MODEL_RUNNER_OUTPUT
+''', '''            pass
+        return ModelRunnerOutput.with_kv_conn_output_only(kvo)
+''')  # the bare sentinel, one invariant: the helper
+    assert _fix("helper_review", outcome.text).text == outcome.text
+
+
+def test_no_keyword_for_a_field_passed_by_position() -> None:
+    source = '''from fixtures.fixes.outputs import ModelRunnerOutput
+
+
+class Runner:
+
+    def build(self, sched, tokens):
+        with self._get_kv_connector_output(sched) as kvo:
+            pass
+        return ModelRunnerOutput(sched.req_ids, tokens, None)
+
+    def sample(self, state):
+        kvo = state.kv_connector_output
+        if not self.is_last_rank:
+            return ModelRunnerOutput(state.req_ids, [], None)
+        return ModelRunnerOutput(req_ids=state.req_ids, kv_connector_output=kvo)
+'''
+    assert _reasons("positional", source) == {
+        (9, "KVC003"): "the call passes `kv_connector_output` by position: replace that argument",
+        (14, "KVC006"): "the call passes `kv_connector_output` by position: replace that argument",
+    }
+    fewer = source.replace("tokens, None)", "tokens)")  # the positions stop before the field: the keyword is fine
+    assert "ModelRunnerOutput(sched.req_ids, tokens, kv_connector_output=kvo)" in _fix("positional", fewer).text
