@@ -104,6 +104,14 @@ class FixContext:
                 return None
         return None
 
+    def check_not_self_documenting(self, node: cst.CSTNode) -> None:
+        """`NoFix` when the node is inside an f-string's `{expression=}`, which prints the expression's own
+        text: an edit there changes what is printed."""
+        for parent, _ in self.ancestors(node):
+            if isinstance(parent, cst.FormattedStringExpression) and parent.equal is not None:
+                raise NoFix("the code is inside an f-string's `{...=}`, which prints its text: an edit there "
+                            "changes the string")
+
     def text(self, span: Span) -> str:
         """The file's text in `span`."""
         if span.line == span.end_line:
@@ -156,6 +164,8 @@ class FixContext:
     def own_line_statement(self, node: cst.CSTNode, what: str) -> cst.CSTNode:
         """The statement line holding the small statement `node`, which must be alone on its line."""
         line = self.parent(node)
+        if isinstance(line, cst.SimpleStatementSuite):
+            raise NoFix(f"the {what} is in a one-line block (`...: {what.strip('`')} ...`)")
         if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
             raise NoFix(f"the {what} shares its line with other statements")
         return line

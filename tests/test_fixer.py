@@ -548,3 +548,25 @@ class Runner:
     }
     fewer = source.replace("tokens, None)", "tokens)")  # the positions stop before the field: the keyword is fine
     assert "ModelRunnerOutput(sched.req_ids, tokens, kv_connector_output=kvo)" in _fix("positional", fewer).text
+
+
+def test_no_fix_in_a_one_line_block_or_a_self_documenting_fstring_and_the_reason_says_so() -> None:
+    source = '''from fixtures.fixes.outputs import EMPTY_MODEL_RUNNER_OUTPUT, KVConnectorOutput, ModelRunnerOutput
+
+
+def idle(self, sched):
+    with self._get_kv_connector_output(sched) as kvo:
+        pass
+    if sched.total == 0: return EMPTY_MODEL_RUNNER_OUTPUT
+    return ModelRunnerOutput(kv_connector_output=kvo)
+
+
+def tally(kvo: KVConnectorOutput, log):
+    log.debug(f"{len(kvo.finished_recving)=}")
+    log.debug(f"{kvo.finished_sending=}")
+    return kvo
+'''
+    reasons = _reasons("one_line", source)
+    assert reasons[(7, "KVC002")] == "the `return` is in a one-line block (`...: return ...`)"
+    assert reasons[(12, "KVC005")] == (
+        "the code is inside an f-string's `{...=}`, which prints its text: an edit there changes the string")

@@ -55,6 +55,7 @@ def fix(site: Site, context: FixContext) -> Fix:
         return Fix(f"Guard `{text}` with `if {text} is None: {exit_}`", Applicability.UNSAFE, (edit,))
     attribute = context.parent(operand)
     if isinstance(attribute, cst.Attribute) and attribute.value is operand and _value_position(attribute, context):
+        context.check_not_self_documenting(attribute)
         read = context.code(attribute)
         replacement = f"({read} if {text} is not None else None)"
         return Fix(f"Read `{context.short(read)}` only when `{text}` is not None", Applicability.UNSAFE,
