@@ -266,8 +266,12 @@ class FixContext:
                     continue
                 if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
                     return node.lineno
-                if isinstance(node, ast.alias) and (node.asname or node.name.partition(".")[0]) == name:
-                    return statement.lineno  # an import under `if` / `try`: not the module-level one seen
+                if isinstance(node, (ast.Import, ast.ImportFrom)):  # under `if` / `try`: not seen as the module's
+                    for alias in node.names:
+                        plain = isinstance(node, ast.Import) and alias.name == COPY_MODULE and not alias.asname
+                        if not plain and (alias.asname or alias.name.partition(".")[0]) == name:
+                            return node.lineno
+                    continue
                 stack.extend(ast.iter_child_nodes(node))
         return 0
 

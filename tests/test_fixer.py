@@ -570,3 +570,26 @@ def tally(kvo: KVConnectorOutput, log):
     assert reasons[(7, "KVC002")] == "the `return` is in a one-line block (`...: return ...`)"
     assert reasons[(12, "KVC005")] == (
         "the code is inside an f-string's `{...=}`, which prints its text: an edit there changes the string")
+
+
+def test_an_import_of_copy_under_type_checking_does_not_stop_the_fix() -> None:
+    source = '''"""Idle outputs."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fixtures.fixes.old_outputs import EMPTY_MODEL_RUNNER_OUTPUT, KVConnectorOutput
+
+if TYPE_CHECKING:
+    import copy
+
+
+def idle(kvo: KVConnectorOutput):
+    output = EMPTY_MODEL_RUNNER_OUTPUT
+    output.kv_connector_output = kvo
+    return output
+'''
+    outcome = _fix("type_checking_copy", source, unsafe=False)
+    assert outcome.text == source.replace("from typing import", "import copy\nfrom typing import").replace(
+        "output = EMPTY_MODEL_RUNNER_OUTPUT", "output = copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)")
+    assert _fix("type_checking_copy", outcome.text).text == outcome.text
