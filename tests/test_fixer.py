@@ -593,3 +593,42 @@ def idle(kvo: KVConnectorOutput):
     assert outcome.text == source.replace("from typing import", "import copy\nfrom typing import").replace(
         "output = EMPTY_MODEL_RUNNER_OUTPUT", "output = copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)")
     assert _fix("type_checking_copy", outcome.text).text == outcome.text
+
+
+def test_no_guard_before_a_statement_that_dereferences_on_some_paths_only() -> None:
+    source = '''def aggregate(outputs, tally):
+    for out in outputs:
+        kvo = out.kv_connector_output
+        if out.req_ids and kvo.finished_sending:
+            tally(kvo)
+        tally(out)
+
+
+def count(outputs):
+    n = 0
+    for out in outputs:
+        n += 1 if out.finished else len(out.kv_connector_output.finished_sending or ())
+    return n
+
+
+def first(outputs):
+    for out in outputs:
+        match out.kind:
+            case "kv" if out.kv_connector_output.finished_sending:
+                return out
+            case _:
+                print(out)
+
+
+def pending(outputs):
+    for out in outputs:
+        print([r for r in out.req_ids if r in (out.kv_connector_output.finished_recving or ())])
+'''
+    why = "the dereference runs only on some paths through its statement ({}): a guard before the statement " \
+          "would skip the others too"
+    assert _reasons("partly", source) == {
+        (4, "KVC001"): why.format("`and`"),
+        (12, "KVC001"): why.format("a conditional expression"),
+        (19, "KVC001"): why.format("a `case` guard"),
+        (27, "KVC001"): why.format("a comprehension"),
+    }
