@@ -178,8 +178,10 @@ class FixContext:
         if span.column != len(indent):
             raise NoFix("the statement does not start its line")
         line = span.line
-        while line > 1 and self.lines[line - 2].lstrip().startswith("#") and self.indentation(line - 1) == indent:
-            line -= 1
+        self.comments_in(Span(1, 0, 1, 0))  # builds the comment index
+        starts = {(where.line, where.column) for where, _ in self._comments or ()}
+        while line > 1 and (line - 1, len(indent)) in starts and self.indentation(line - 1) == indent:
+            line -= 1  # a comment token, not a line of a string that starts with `#`
         return line, indent
 
     def bound_names(self, function: cst.FunctionDef) -> set[str]:

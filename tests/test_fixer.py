@@ -632,3 +632,18 @@ def pending(outputs):
         (19, "KVC001"): why.format("a `case` guard"),
         (27, "KVC001"): why.format("a comprehension"),
     }
+
+
+def test_a_guard_goes_above_comments_but_not_into_a_string_whose_line_starts_with_a_hash() -> None:
+    source = '''def merge(outputs, tally, log):
+    for out in outputs:
+        kvo = out.kv_connector_output
+        log("""finished:
+        # sending""")
+        tally(kvo.finished_sending or ())
+'''
+    outcome = _fix("string_hash", source)
+    assert outcome.refused == ""
+    assert outcome.text == source.replace('''        tally(''', '''        if kvo is None:
+            continue
+        tally(''')
