@@ -647,3 +647,58 @@ def test_a_guard_goes_above_comments_but_not_into_a_string_whose_line_starts_wit
     assert outcome.text == source.replace('''        tally(''', '''        if kvo is None:
             continue
         tally(''')
+
+
+def test_a_default_keeps_its_operand_whole_and_a_conditional_read_is_no_fix_for_an_iterating_method() -> None:
+    source = '''def collect(out, done, flag):
+    kvo = out.kv_connector_output
+    done.update(kvo.finished_sending)
+    if kvo is None:
+        return done
+    done.update((kvo.finished_recving if flag else None))
+    for r in (kvo.finished_recving if flag else None):
+        done.add(r)
+    return done
+'''
+    outcome = _fix("operand_whole", source)
+    assert outcome.refused == ""
+    assert outcome.text == source.replace(
+        "done.update(kvo.finished_sending)", "done.update(kvo.finished_sending or ())").replace(
+        "done.update((kvo.finished_recving if flag else None))",
+        "done.update(((kvo.finished_recving if flag else None) or ()))").replace(
+        "for r in (kvo.finished_recving if flag else None):",
+        "for r in (((kvo.finished_recving if flag else None) or ())):")
+    [left] = outcome.remaining  # `done.update(None)` raises too: a read only when kvo is set would move the crash
+    assert (left.code, left.no_fix) == (
+        "KVC001", "neither a loop nor the function's returns show what to do when it is None")
+
+
+def test_fixes_that_never_settle_are_not_kept_even_when_the_findings_count_the_same(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shape of a bug found in review: a conditional read (KVC001) went in first, then a default without
+    parentheses (KVC005) made `(a if c else None or ())`, whose finding came back with a new message each
+    pass: never claimed, applied ten times, and the counts by place still matched."""
+    import libcst as cst
+
+    def conditional_read(site, context):  # type: ignore[no-untyped-def]
+        read = context.parent(context.node_at(site.operand_span, cst.BaseExpression))
+        text = f"({context.code(read)} if kvo is not None else None)"
+        return Fix("read", Applicability.UNSAFE, (context.replace(context.span(read), text),))
+
+    def bare_default(site, context):  # type: ignore[no-untyped-def]
+        operand = context.node_at(site.operand_span, cst.BaseExpression)
+        text = context.code(operand) + " or ()"
+        return Fix("bare", Applicability.SAFE, (context.replace(context.span(operand), text),))
+
+    monkeypatch.setitem(RULES, "KVC001", dataclasses.replace(RULES["KVC001"], fix=conditional_read))
+    monkeypatch.setitem(RULES, "KVC005", dataclasses.replace(RULES["KVC005"], fix=bare_default))
+    source = """def collect(out, done):
+    kvo = out.kv_connector_output
+    done.update(kvo.finished_sending)
+    return done if done else out
+"""
+    outcome = fix_source(source, "settle.py", CONFIG, unsafe=True)
+    assert "or () or ()" not in outcome.text
+    assert [f.code for f in outcome.fixed] == ["KVC001"]  # applied alone, it passes; the default is left out
+    assert [(f.code, f.no_fix.startswith("its fix was not applied: ")) for f in outcome.remaining] == [("KVC005", True)]

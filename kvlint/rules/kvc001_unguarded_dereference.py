@@ -189,12 +189,16 @@ def _value_position(attribute: cst.Attribute, context: FixContext) -> bool:
     crash)."""
     import libcst as cst
 
+    from kvlint.flow.expressions import ITERATING_METHODS
+
     parent = context.parent(attribute)
     if isinstance(parent, (cst.Assign, cst.AnnAssign, cst.Return)):
         return parent.value is attribute
     if isinstance(parent, cst.Arg) and parent.value is attribute and not parent.star:
         call = context.parent(parent)
         callee = call.func if isinstance(call, cst.Call) else None
+        if isinstance(callee, cst.Attribute) and callee.attr.value in ITERATING_METHODS:
+            return False  # `done.update(None)` raises as well
         return not (isinstance(callee, cst.Name) and callee.value in _DEREFERENCING_BUILTINS)
     return False
 
@@ -238,7 +242,8 @@ def merge(outputs):
         "`v`: in a loop body, `if v is None: continue` before the statement (above the comments right over it); "
         "in a function whose returns all agree (none, bare, `return None`, or one literal), `if v is None: "
         "return ...` the same way; else, for an attribute read whose value is stored, returned or passed on, "
-        "`(v.x if v is not None else None)`. No fix for a value that is not a name or an attribute chain, a "
+        "`(v.x if v is not None else None)` (not as the argument of a callee that iterates it, where None "
+        "raises too). No fix for a value that is not a name or an attribute chain, a "
         "dereference in an `elif` condition, a one-line block or a line of several statements, or where "
         "neither a loop nor the returns show what to do; no guard statement for a dereference its statement "
         "evaluates on some paths only (right of `and`/`or`, a branch of a conditional expression, a `case` "

@@ -44,7 +44,9 @@ def fix(site: Site, context: FixContext) -> Fix:
         default = "()"
     else:
         raise NoFix(f"no default makes the {site.sink} right: check the field for None")
-    text = context.code(operand)
+    text = context.code(operand)  # without the operand's own parentheses, which stay around the edit
+    if not isinstance(operand, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
+        text = f"({text})"  # `a if c else None`, `x := ...`: `or` would bind tighter than they do
     argument = isinstance(parent, cst.Arg) and parent.value is operand and parent.keyword is None and not parent.star
     replacement = f"{text} or {default}" if argument else f"({text} or {default})"
     edit = context.replace(context.span(operand), replacement)
