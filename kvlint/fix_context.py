@@ -55,6 +55,7 @@ class FixContext:
         self._comments: list[tuple[Span, str]] | None = None
         # spans of the `return`s reported for more than one invariant (a helper attaches only one of them)
         self.shared_returns: set[Span] = set()
+        self._runtime_names: set[str] | None = None
 
     # ------------------------------------------------------------ nodes and text
 
@@ -352,15 +353,48 @@ class FixContext:
                         return name
         return None
 
-    def attaching_helper(self, invariant: Invariant) -> str | None:
-        """`ModelRunnerOutput.with_kv_conn_output_only`, spelled as this module can call it, when the tree's
-        output class defines that helper."""
+    def visible_at_runtime(self, name: str, at: cst.CSTNode) -> bool:
+        """Whether `name`'s root is bound when the code at `at` runs: by the module outside `if TYPE_CHECKING:`,
+        or by an enclosing function (an import only for type checkers, or in another function, is not)."""
+        root = name.partition(".")[0]
+        for parent, _ in self.ancestors(at):
+            if isinstance(parent, cst.FunctionDef) and root in self._locals(parent):
+                return True
+        if self._runtime_names is None:
+            self._runtime_names = set()
+            statements: list[ast.stmt] = list(self.top_level())
+            while statements:
+                statement = statements.pop()
+                if isinstance(statement, (ast.Import, ast.ImportFrom)):
+                    self._runtime_names.update(
+                        (alias.asname or alias.name).partition(".")[0] for alias in statement.names)
+                elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    self._runtime_names.add(statement.name)
+                elif isinstance(statement, ast.If):
+                    test = statement.test
+                    spelled = test.id if isinstance(test, ast.Name) else getattr(test, "attr", "")
+                    if spelled != "TYPE_CHECKING":
+                        statements += statement.body
+                    statements += statement.orelse
+                elif isinstance(statement, (ast.Try, ast.With)):
+                    blocks = ("body", "orelse", "finalbody")
+                    statements += [s for block in blocks for s in getattr(statement, block, [])]
+                    statements += [s for handler in getattr(statement, "handlers", []) for s in handler.body]
+                else:
+                    self._runtime_names.update(
+                        node.id for node in ast.walk(statement)
+                        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store))
+        return root in self._runtime_names
+
+    def attaching_helper(self, invariant: Invariant, at: cst.CSTNode) -> str | None:
+        """`ModelRunnerOutput.with_kv_conn_output_only`, spelled as this module can call it at `at`, when the
+        tree's output class defines that helper."""
         for helper in invariant.attaching_helpers:
             class_name, _, method = helper.rpartition(".")
             if not class_name:
                 continue
             spelled = self.local_spelling((class_name,))
-            if spelled is None:
+            if spelled is None or not self.visible_at_runtime(spelled, at):
                 continue
             resolved = self.imports.resolve_dotted(spelled)
             if "." not in resolved and self.module_name:

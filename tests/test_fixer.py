@@ -702,3 +702,43 @@ def test_fixes_that_never_settle_are_not_kept_even_when_the_findings_count_the_s
     assert "or () or ()" not in outcome.text
     assert [f.code for f in outcome.fixed] == ["KVC001"]  # applied alone, it passes; the default is left out
     assert [(f.code, f.no_fix.startswith("its fix was not applied: ")) for f in outcome.remaining] == [("KVC005", True)]
+
+
+def test_no_helper_or_sentinel_that_is_imported_only_for_type_checkers() -> None:
+    source = '''from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from fixtures.fixes.outputs import EMPTY_MODEL_RUNNER_OUTPUT
+
+if TYPE_CHECKING:
+    from fixtures.fixes.outputs import ModelRunnerOutput
+
+
+class Runner:
+
+    def idle(self, sched) -> ModelRunnerOutput:
+        with self._get_kv_connector_output(sched) as kvo:
+            pass
+        return EMPTY_MODEL_RUNNER_OUTPUT
+'''
+    outcome = _fix("type_checking_helper", source, unsafe=False)
+    assert "with_kv_conn_output_only" not in outcome.text  # a NameError when it runs
+    assert "        output = copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)\n" in outcome.text
+    hidden = '''from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fixtures.fixes.old_outputs import EMPTY_MODEL_RUNNER_OUTPUT, ModelRunnerOutput
+
+
+def sample(self, state) -> ModelRunnerOutput:
+    kvo = state.kv_connector_output
+    if not self.is_last_rank:
+        return None
+    return self.finish(state, kvo)
+'''
+    assert _reasons("type_checking_sentinel", hidden) == {
+        (12, "KVC006"): "`EMPTY_MODEL_RUNNER_OUTPUT` is not bound where the code runs (imported only for type "
+                        "checking, or in another function)"}

@@ -39,7 +39,7 @@ def return_with_output(site: Site, context: FixContext, value: str, keep_none: b
     node = context.node_at(site.span, cst.Return)
     line = context.own_line_statement(node, "`return`")
     original = context.code(node)
-    helper = context.attaching_helper(invariant) if _bare(node.value, context, invariant) else None
+    helper = context.attaching_helper(invariant, node) if _bare(node.value, context, invariant) else None
     if helper is not None and context.span(node) in context.shared_returns:
         helper = None  # another invariant's output is dropped here too: the helper would set only this one
     if helper is not None:
@@ -101,6 +101,9 @@ def _sentinel(node: cst.Return, context: FixContext, invariant: Invariant) -> st
     if value is not None and not is_none_literal(value):
         return context.code(value)  # the sentinel, an alias or a bare copy of it: a copy of it is as empty
     spelled = context.local_spelling(invariant.empty_sentinels)
+    if spelled is not None and not context.visible_at_runtime(spelled, node):
+        raise NoFix(f"`{spelled}` is not bound where the code runs (imported only for type checking, or in "
+                    "another function)")
     if spelled is None:
         raise NoFix(
             f"the module imports neither an attaching helper's class nor `{invariant.empty_sentinels[0]}`"

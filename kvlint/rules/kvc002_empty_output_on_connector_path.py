@@ -82,7 +82,8 @@ def idle_step(sched):
     fix_doc=(
         "When exactly one local name `v` holds the connector output there, the return hands it on: "
         "`return ModelRunnerOutput.with_kv_conn_output_only(v)` when the tree's output class defines the "
-        "invariant's attaching helper (`attaching-helpers`), the return hands back the bare sentinel (or a copy "
+        "invariant's attaching helper (`attaching-helpers`) and the module imports that class at run time (not only "
+        "under `if TYPE_CHECKING:`), the return hands back the bare sentinel (or a copy "
         "made in the `return`) and no other invariant's output is dropped there; else a copy of what is "
         "returned with the field set (`output = copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)`, "
         "`output.kv_connector_output = v`, `return output`), adding `import copy` if needed: a name holding a "

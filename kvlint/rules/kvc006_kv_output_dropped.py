@@ -127,7 +127,8 @@ def sample(self, grammar_output):
         "returned with the field set where that is a name, or where the return drops another invariant's "
         "output too); a construction returned in place gets `kv_connector_output=v`. No fix when several names "
         "hold a connector output, the output is built elsewhere, the construction passes the field by position, "
-        "or the module names neither the helper's class nor the sentinel."
+        "or the module names neither the helper's class nor the sentinel at run time (an import under "
+        "`if TYPE_CHECKING:` does not count)."
     ),
     fix_before="""
 from vllm.v1.outputs import ModelRunnerOutput
