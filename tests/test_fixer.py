@@ -742,3 +742,17 @@ def sample(self, state) -> ModelRunnerOutput:
     assert _reasons("type_checking_sentinel", hidden) == {
         (12, "KVC006"): "`EMPTY_MODEL_RUNNER_OUTPUT` is not bound where the code runs (imported only for type "
                         "checking, or in another function)"}
+
+
+def test_a_default_around_a_walrus_leaves_the_bound_name_as_it_was() -> None:
+    source = '''from fixtures.fixes.old_outputs import KVConnectorOutput
+
+
+def drain(kvo: KVConnectorOutput, free):
+    for r in (sending := kvo.finished_sending):
+        free(r)
+    sending.add("sentinel")
+'''
+    outcome = _fix("walrus_default", source, unsafe=False)
+    # `(sending := kvo.finished_sending or ())` would bind `()` for an empty set, and `.add` would then raise
+    assert "    for r in (((sending := kvo.finished_sending) or ())):\n" in outcome.text
