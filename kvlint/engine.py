@@ -460,6 +460,12 @@ def _with_fixes(findings: list[Finding], judged: dict, context: FixContext) -> l
     """Ask each finding's rule for its fix (only findings are asked: a clean file never builds one)."""
     from kvlint.fix_context import NoFix
 
+    invariants_at: dict[object, set[str]] = {}
+    for finding in findings:
+        site, _ = judged[finding]
+        if finding.code in ("KVC002", "KVC006") and site.span is not None:
+            invariants_at.setdefault(site.span, set()).add(site.invariant)
+    context.shared_returns = {span for span, names in invariants_at.items() if len(names) > 1}  # type: ignore[misc]
     fixed = []
     for finding in findings:
         site, rule = judged[finding]

@@ -53,6 +53,9 @@ class FixContext:
         self._parents: dict[int, cst.CSTNode] | None = None
         self._top_level: list[ast.stmt] | None = None
         self._comments: list[tuple[Span, str]] | None = None
+        # spans of the `return`s reported for more than one invariant (a helper attaches only one of them)
+        self.shared_returns: set[Span] = set()
+        self._runtime_names: set[str] | None = None
 
     # ------------------------------------------------------------ nodes and text
 
@@ -101,6 +104,14 @@ class FixContext:
             if isinstance(parent, (cst.ClassDef, cst.Lambda)):
                 return None
         return None
+
+    def check_not_self_documenting(self, node: cst.CSTNode) -> None:
+        """`NoFix` when the node is inside an f-string's `{expression=}`, which prints the expression's own
+        text: an edit there changes what is printed."""
+        for parent, _ in self.ancestors(node):
+            if isinstance(parent, cst.FormattedStringExpression) and parent.equal is not None:
+                raise NoFix("the code is inside an f-string's `{...=}`, which prints its text: an edit there "
+                            "changes the string")
 
     def text(self, span: Span) -> str:
         """The file's text in `span`."""
@@ -154,6 +165,8 @@ class FixContext:
     def own_line_statement(self, node: cst.CSTNode, what: str) -> cst.CSTNode:
         """The statement line holding the small statement `node`, which must be alone on its line."""
         line = self.parent(node)
+        if isinstance(line, cst.SimpleStatementSuite):
+            raise NoFix(f"the {what} is in a one-line block (`...: {what.strip('`')} ...`)")
         if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
             raise NoFix(f"the {what} shares its line with other statements")
         return line
@@ -166,8 +179,10 @@ class FixContext:
         if span.column != len(indent):
             raise NoFix("the statement does not start its line")
         line = span.line
-        while line > 1 and self.lines[line - 2].lstrip().startswith("#") and self.indentation(line - 1) == indent:
-            line -= 1
+        self.comments_in(Span(1, 0, 1, 0))  # builds the comment index
+        starts = {(where.line, where.column) for where, _ in self._comments or ()}
+        while line > 1 and (line - 1, len(indent)) in starts and self.indentation(line - 1) == indent:
+            line -= 1  # a comment token, not a line of a string that starts with `#`
         return line, indent
 
     def bound_names(self, function: cst.FunctionDef) -> set[str]:
@@ -220,15 +235,48 @@ class FixContext:
                 for alias in statement.names:
                     if alias.name == "copy":
                         spelled = alias.asname or "copy"
-        function = self.function_of(at)
         root = spelled.partition(".")[0] or COPY_MODULE
-        if function is not None and root in self._locals(function):
-            raise NoFix(f"`{root}` is a local name of `{function.name.value}`, not the `copy` module")
+        for parent, _ in self.ancestors(at):
+            if isinstance(parent, cst.FunctionDef) and root in self._locals(parent):
+                raise NoFix(f"`{root}` is a local name of `{parent.name.value}`, not the `copy` module")
+        line = self._module_binding(root)
+        if line:
+            raise NoFix(f"the module binds `{root}` at line {line}, not to the `copy` module")
         if spelled:
             return spelled, ()
         if self.imports.bindings.get(COPY_MODULE, COPY_MODULE) != COPY_MODULE:
             raise NoFix("the module binds `copy` to something else")
         return "copy.copy", (self._import_edit("import copy"),)
+
+    def _module_binding(self, name: str) -> int:
+        """The line of a module-level statement other than an import that binds `name` (a `def`, a class, an
+        assignment, a loop target), 0 when there is none."""
+        for statement in self.top_level():
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if statement.name == name:
+                    return statement.lineno
+                continue
+            if isinstance(statement, (ast.Import, ast.ImportFrom)):
+                continue
+            stack: list[ast.AST] = [statement]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    if node.name == name:
+                        return node.lineno
+                    continue
+                if isinstance(node, ast.Lambda):
+                    continue
+                if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
+                    return node.lineno
+                if isinstance(node, (ast.Import, ast.ImportFrom)):  # under `if` / `try`: not seen as the module's
+                    for alias in node.names:
+                        plain = isinstance(node, ast.Import) and alias.name == COPY_MODULE and not alias.asname
+                        if not plain and (alias.asname or alias.name.partition(".")[0]) == name:
+                            return node.lineno
+                    continue
+                stack.extend(ast.iter_child_nodes(node))
+        return 0
 
     @staticmethod
     def _locals(function: cst.FunctionDef) -> set[str]:
@@ -240,6 +288,16 @@ class FixContext:
                 target = getattr(current, "target", None) or getattr(current, "name", None)
                 if isinstance(target, cst.Name):
                     found.add(target.value)
+            elif isinstance(current, cst.ImportAlias) and current.asname is None:
+                found.add((dotted_name(current.name) or "").partition(".")[0])
+            elif isinstance(current, (cst.FunctionDef, cst.ClassDef)):
+                found.add(current.name.value)
+            elif isinstance(current, (cst.Global, cst.Nonlocal)):
+                found.update(item.name.value for item in current.names)
+            elif isinstance(current, (cst.AnnAssign, cst.AugAssign)) and isinstance(current.target, cst.Name):
+                found.add(current.target.value)
+            elif isinstance(current, cst.MatchAs) and current.name is not None:
+                found.add(current.name.value)
             stack.extend(current.children)
         return found
 
@@ -295,15 +353,48 @@ class FixContext:
                         return name
         return None
 
-    def attaching_helper(self, invariant: Invariant) -> str | None:
-        """`ModelRunnerOutput.with_kv_conn_output_only`, spelled as this module can call it, when the tree's
-        output class defines that helper."""
+    def visible_at_runtime(self, name: str, at: cst.CSTNode) -> bool:
+        """Whether `name`'s root is bound when the code at `at` runs: by the module outside `if TYPE_CHECKING:`,
+        or by an enclosing function (an import only for type checkers, or in another function, is not)."""
+        root = name.partition(".")[0]
+        for parent, _ in self.ancestors(at):
+            if isinstance(parent, cst.FunctionDef) and root in self._locals(parent):
+                return True
+        if self._runtime_names is None:
+            self._runtime_names = set()
+            statements: list[ast.stmt] = list(self.top_level())
+            while statements:
+                statement = statements.pop()
+                if isinstance(statement, (ast.Import, ast.ImportFrom)):
+                    self._runtime_names.update(
+                        (alias.asname or alias.name).partition(".")[0] for alias in statement.names)
+                elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    self._runtime_names.add(statement.name)
+                elif isinstance(statement, ast.If):
+                    test = statement.test
+                    spelled = test.id if isinstance(test, ast.Name) else getattr(test, "attr", "")
+                    if spelled != "TYPE_CHECKING":
+                        statements += statement.body
+                    statements += statement.orelse
+                elif isinstance(statement, (ast.Try, ast.With)):
+                    blocks = ("body", "orelse", "finalbody")
+                    statements += [s for block in blocks for s in getattr(statement, block, [])]
+                    statements += [s for handler in getattr(statement, "handlers", []) for s in handler.body]
+                else:
+                    self._runtime_names.update(
+                        node.id for node in ast.walk(statement)
+                        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store))
+        return root in self._runtime_names
+
+    def attaching_helper(self, invariant: Invariant, at: cst.CSTNode) -> str | None:
+        """`ModelRunnerOutput.with_kv_conn_output_only`, spelled as this module can call it at `at`, when the
+        tree's output class defines that helper."""
         for helper in invariant.attaching_helpers:
             class_name, _, method = helper.rpartition(".")
             if not class_name:
                 continue
             spelled = self.local_spelling((class_name,))
-            if spelled is None:
+            if spelled is None or not self.visible_at_runtime(spelled, at):
                 continue
             resolved = self.imports.resolve_dotted(spelled)
             if "." not in resolved and self.module_name:

@@ -62,12 +62,15 @@ def fix_source(
         return FixOutcome(source, (), tuple(original), problem)
     claims = _Claims(original)
     current, findings = text, original
+    settled = False
     for _ in range(MAX_PASSES):
         chosen = _one_guard_per_value([f for f in findings if _applicable(f, unsafe)])
         if not chosen:
+            settled = True
             break
         new_text, applied = apply_fixes(current, split_lines(current), [f.fix for f in chosen])  # type: ignore[misc]
         if not applied or new_text == current:
+            settled = True
             break
         applied_ids = {id(fix) for fix in applied}
         for finding in chosen:
@@ -77,7 +80,8 @@ def fix_source(
     if current == text:
         return FixOutcome(source, (), tuple(original), "")
     fixed = claims.fixed
-    problem = _verification_problem(current, original, fixed, findings) or _lost_comment(text, current)
+    problem = _verification_problem(current, original, fixed, findings) or _lost_comment(text, current) or (
+        "" if settled else f"not fixed: the fixes still change the file after {MAX_PASSES} passes; please report this")
     if not problem:
         return FixOutcome(bom + current, _gone(original, findings), tuple(findings), "")
     # some fix broke the whole: apply them one at a time, each verified on its own, and keep those that pass

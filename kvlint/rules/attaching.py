@@ -39,7 +39,9 @@ def return_with_output(site: Site, context: FixContext, value: str, keep_none: b
     node = context.node_at(site.span, cst.Return)
     line = context.own_line_statement(node, "`return`")
     original = context.code(node)
-    helper = context.attaching_helper(invariant)
+    helper = context.attaching_helper(invariant, node) if _bare(node.value, context, invariant) else None
+    if helper is not None and context.span(node) in context.shared_returns:
+        helper = None  # another invariant's output is dropped here too: the helper would set only this one
     if helper is not None:
         call = f"{helper}({value})"
         returned = f"{call} if {value} is not None else {_returned(node, context)}" if keep_none else call
@@ -64,6 +66,20 @@ def return_with_output(site: Site, context: FixContext, value: str, keep_none: b
     return title, (*imports, context.replace(context.span(node), replacement))
 
 
+def _bare(value: cst.BaseExpression | None, context: FixContext, invariant: Invariant) -> bool:
+    """What is returned carries nothing the attaching helper's new output would lose: None, the sentinel
+    itself or a copy of it made in the `return`. A name may hold a copy with other fields set."""
+    from kvlint.flow.syntax import dotted_name
+    from kvlint.rules.kvc004_shared_sentinel_mutation import _is_sentinel
+
+    if value is None or is_none_literal(value):
+        return True
+    if _is_copy(value, context):
+        value = value.args[0].value if len(value.args) == 1 else None  # type: ignore[union-attr]
+    spelled = dotted_name(value) if value is not None else None
+    return bool(spelled) and _is_sentinel(context, spelled or "", invariant.empty_sentinels)
+
+
 def _is_copy(value: cst.BaseExpression | None, context: FixContext) -> bool:
     """`copy.copy(...)`, `copy.deepcopy(...)` or `dataclasses.replace(...)`, however the module spells them."""
     from kvlint.flow.expressions import COPY_FUNCTIONS
@@ -85,6 +101,9 @@ def _sentinel(node: cst.Return, context: FixContext, invariant: Invariant) -> st
     if value is not None and not is_none_literal(value):
         return context.code(value)  # the sentinel, an alias or a bare copy of it: a copy of it is as empty
     spelled = context.local_spelling(invariant.empty_sentinels)
+    if spelled is not None and not context.visible_at_runtime(spelled, node):
+        raise NoFix(f"`{spelled}` is not bound where the code runs (imported only for type checking, or in "
+                    "another function)")
     if spelled is None:
         raise NoFix(
             f"the module imports neither an attaching helper's class nor `{invariant.empty_sentinels[0]}`"
@@ -103,6 +122,14 @@ def keyword_edit(call: cst.Call, context: FixContext, keyword: str, value: str) 
             return context.replace(context.span(arg.value), value)
     if any(arg.star for arg in call.args):
         raise NoFix("the call passes `*args` or `**kwargs`: where the argument goes is your call")
+    positional = sum(1 for arg in call.args if arg.keyword is None)
+    if positional:
+        fields = _fields(call, context)
+        if fields is None:
+            raise NoFix(f"the call passes arguments by position and kvlint cannot see the class's fields: "
+                        f"`{keyword}=` might be given twice")
+        if keyword in fields[:positional]:
+            raise NoFix(f"the call passes `{keyword}` by position: replace that argument")
     span = context.span(call)
     if not call.args:
         if span.end_line != span.line:
@@ -123,6 +150,18 @@ def keyword_edit(call: cst.Call, context: FixContext, keyword: str, value: str) 
             raise NoFix("the call's last argument does not start its line")
         return context.replace(_at(last.end_line + 1, 0), f"{indent}{keyword}={value},{context.newline(last.end_line)}")
     return context.replace(_at(last.end_line, last.end_column), f", {keyword}={value}")
+
+
+def _fields(call: cst.Call, context: FixContext) -> tuple[str, ...] | None:
+    """The constructed class's fields in positional order, None when the tree does not declare the class."""
+    from kvlint.flow.syntax import dotted_name
+
+    spelled = dotted_name(call.func) or ""
+    resolved = context.imports.resolve_dotted(spelled) if spelled else ""
+    if resolved and "." not in resolved and context.module_name:
+        resolved = f"{context.module_name}.{resolved}"
+    declared = context.index.class_named(resolved, context.module_name) if resolved else None
+    return context.index.fields(declared.qualname) if declared is not None else None
 
 
 def _at(line: int, column: int):  # type: ignore[no-untyped-def]

@@ -47,6 +47,10 @@ def fix(site: Site, context: FixContext) -> Fix:
     root = text.partition(".")[0]
     statement, in_header_of = _statement_of(operand, context, root)
     exit_, why_not = _exit(statement, context)
+    partly = _evaluated_on_some_paths(operand, statement, context)
+    if partly and exit_ is not None:
+        exit_, why_not = None, (f"the dereference runs only on some paths through its statement ({partly}): a guard "
+                                "before the statement would skip the others too")
     if exit_ is not None and in_header_of is None:
         start, indent = context.statement_start(statement)
         newline = context.newline(start)
@@ -55,6 +59,7 @@ def fix(site: Site, context: FixContext) -> Fix:
         return Fix(f"Guard `{text}` with `if {text} is None: {exit_}`", Applicability.UNSAFE, (edit,))
     attribute = context.parent(operand)
     if isinstance(attribute, cst.Attribute) and attribute.value is operand and _value_position(attribute, context):
+        context.check_not_self_documenting(attribute)
         read = context.code(attribute)
         replacement = f"({read} if {text} is not None else None)"
         return Fix(f"Read `{context.short(read)}` only when `{text}` is not None", Applicability.UNSAFE,
@@ -95,6 +100,28 @@ def _statement_of(operand: cst.CSTNode, context: FixContext, root: str) -> tuple
                 raise NoFix(f"`{root}` is bound in the same statement")
             return parent, None
     raise NoFix("kvlint could not find the statement of the dereference (please report this)")
+
+
+def _evaluated_on_some_paths(operand: cst.CSTNode, statement: cst.CSTNode, context: FixContext) -> str:
+    """What makes the statement evaluate the operand on some paths only (`and`/`or`, a conditional
+    expression, a `case` guard, a comprehension's element or condition), "" when it always does."""
+    import libcst as cst
+
+    for parent, child in context.ancestors(operand):
+        if parent is statement:
+            break
+        if isinstance(parent, cst.BooleanOperation) and child is parent.right:
+            return f"`{context.code(parent.operator).strip()}`"
+        if isinstance(parent, cst.IfExp) and child is not parent.test:
+            return "a conditional expression"
+        if isinstance(parent, cst.MatchCase) and child is parent.guard:
+            return "a `case` guard"
+        if isinstance(parent, cst.CompFor) and child is not parent.iter:
+            return "a comprehension"
+        if isinstance(parent, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)) and child is not getattr(
+                parent, "for_in", None):
+            return "a comprehension"
+    return ""
 
 
 def _binds(target: object, root: str) -> bool:
@@ -162,12 +189,16 @@ def _value_position(attribute: cst.Attribute, context: FixContext) -> bool:
     crash)."""
     import libcst as cst
 
+    from kvlint.flow.expressions import ITERATING_METHODS
+
     parent = context.parent(attribute)
     if isinstance(parent, (cst.Assign, cst.AnnAssign, cst.Return)):
         return parent.value is attribute
     if isinstance(parent, cst.Arg) and parent.value is attribute and not parent.star:
         call = context.parent(parent)
         callee = call.func if isinstance(call, cst.Call) else None
+        if isinstance(callee, cst.Attribute) and callee.attr.value in ITERATING_METHODS:
+            return False  # `done.update(None)` raises as well
         return not (isinstance(callee, cst.Name) and callee.value in _DEREFERENCING_BUILTINS)
     return False
 
@@ -211,9 +242,12 @@ def merge(outputs):
         "`v`: in a loop body, `if v is None: continue` before the statement (above the comments right over it); "
         "in a function whose returns all agree (none, bare, `return None`, or one literal), `if v is None: "
         "return ...` the same way; else, for an attribute read whose value is stored, returned or passed on, "
-        "`(v.x if v is not None else None)`. No fix for a value that is not a name or an attribute chain, a "
+        "`(v.x if v is not None else None)` (not as the argument of a callee that iterates it, where None "
+        "raises too). No fix for a value that is not a name or an attribute chain, a "
         "dereference in an `elif` condition, a one-line block or a line of several statements, or where "
-        "neither a loop nor the returns show what to do."
+        "neither a loop nor the returns show what to do; no guard statement for a dereference its statement "
+        "evaluates on some paths only (right of `and`/`or`, a branch of a conditional expression, a `case` "
+        "guard, a comprehension's element or condition): it would skip work where the code did not raise."
     ),
     fix_before="""
 def merge(outputs):

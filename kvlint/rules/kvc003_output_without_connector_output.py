@@ -74,7 +74,8 @@ def finish_step(self, sched, tokens):
         "`v` is not None there and does not show it empty: the output then carries the transfers it would "
         "have lost, and nothing else changes. Unsafe when `v` may be None or is known to be empty (leaving an "
         "empty output out may be deliberate). No fix when no name or several names hold a connector output, "
-        "or the call passes `*args`/`**kwargs` or the field by position."
+        "or the call passes `*args`/`**kwargs` or the field by position, or passes arguments by position to a "
+        "class the tree does not declare (the keyword might then be given twice)."
     ),
     fix_before="""
 def finish_step(self, sched):

@@ -61,6 +61,9 @@ def fix(site: Site, context: FixContext) -> Fix:
     spelled = context.code(value)
     if not context.imports.resolve_dotted(spelled) or not _is_sentinel(context, spelled, invariant.empty_sentinels):
         raise NoFix(f"`{name}` is not bound to the sentinel by name")
+    identity = _identity_use(function, bindings[0], name, context, invariant.empty_sentinels)
+    if identity:
+        raise NoFix(identity)
     member = _member_mutated_in_place(function, name)
     if member:
         raise NoFix(f"`{member}` is mutated in place, and a shallow copy shares it with the sentinel: copy with "
@@ -71,6 +74,88 @@ def fix(site: Site, context: FixContext) -> Fix:
         Applicability.SAFE,
         (*imports, context.replace(context.span(value), f"{copy}({spelled})")),
     )
+
+
+def _identity_use(
+    function: cst.FunctionDef, binding: cst.CSTNode, name: str, context: FixContext, sentinels: tuple[str, ...]
+) -> str:
+    """Why a copy would change what the function (or this module) sees, "" when it would not: `name` is
+    compared by `is` or `==` with something other than None, the function reads the sentinel itself where
+    the mutation through `name` may already have happened (it sees that mutation; a copy would hide it), or
+    `name` is returned and the module compares outputs with the sentinel by identity."""
+    import libcst as cst
+
+    from kvlint.flow.syntax import dotted_name, is_none_literal
+
+    compared = (cst.Is, cst.IsNot, cst.Equal, cst.NotEqual)
+    value = getattr(binding, "value", None)
+    start = context.span(binding)
+    returned = False
+    stack: list[tuple[cst.CSTNode, bool]] = [(function.body, False)]  # (node, inside a loop or nested scope)
+    while stack:
+        current, late = stack.pop()
+        if current is value:
+            continue
+        if isinstance(current, cst.Comparison):
+            operands = [current.left, *(target.comparator for target in current.comparisons)]
+            for index, target in enumerate(current.comparisons):
+                pair = operands[index : index + 2]
+                if isinstance(target.operator, compared) and any(
+                    isinstance(side, cst.Name) and side.value == name for side in pair
+                ) and not any(is_none_literal(side) for side in pair):
+                    return (f"`{context.short(context.code(current))}` compares `{name}`: with a copy of the "
+                            "sentinel its result would change")
+        if isinstance(current, (cst.Name, cst.Attribute)):
+            spelled = dotted_name(current)
+            if spelled and _is_sentinel(context, spelled, sentinels):
+                where = context.span(current)
+                if late or (where.line, where.column) > (start.end_line, start.end_column):
+                    return (f"the function also uses `{spelled}` itself (line {where.line}), which sees the "
+                            f"mutation made through `{name}`; with a copy it would not")
+                continue
+        if isinstance(current, cst.Return) and isinstance(current.value, cst.Name) and current.value.value == name:
+            returned = True
+        inner = late or isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) or (
+            isinstance(current, (cst.For, cst.While)) and _contains(current, binding))
+        stack.extend((child, inner) for child in current.children)
+    if returned:
+        line = _identity_check_in_module(context, sentinels, function)
+        if line:
+            return (f"`{name}` is returned, and this module compares with the sentinel by identity (line {line}): "
+                    "a copy would change what that comparison says")
+    return ""
+
+
+def _contains(outer: cst.CSTNode, node: cst.CSTNode) -> bool:
+    stack = [outer]
+    while stack:
+        current = stack.pop()
+        if current is node:
+            return True
+        stack.extend(current.children)
+    return False
+
+
+def _identity_check_in_module(context: FixContext, sentinels: tuple[str, ...], function: cst.FunctionDef) -> int:
+    """The line of an `is` / `is not` comparison with the sentinel outside `function`, 0 when there is none."""
+    import libcst as cst
+
+    from kvlint.flow.syntax import dotted_name
+
+    stack: list[cst.CSTNode] = [context.module]
+    while stack:
+        current = stack.pop()
+        if current is function:
+            continue
+        if isinstance(current, cst.Comparison):
+            operands = [current.left, *(target.comparator for target in current.comparisons)]
+            for index, target in enumerate(current.comparisons):
+                if isinstance(target.operator, (cst.Is, cst.IsNot)) and any(
+                    _is_sentinel(context, dotted_name(side) or "", sentinels) for side in operands[index : index + 2]
+                ):
+                    return context.span(current).line
+        stack.extend(current.children)
+    return 0
 
 
 _IN_PLACE_METHODS = frozenset(
@@ -120,7 +205,7 @@ def _is_sentinel(context: FixContext, spelled: str, sentinels: tuple[str, ...]) 
     resolved = context.imports.resolve_dotted(spelled)
     if "." not in resolved and context.module_name and spelled not in context.imports.bindings:
         resolved = f"{context.module_name}.{resolved}"
-    return all(part.isidentifier() for part in spelled.split(".")) and matches(resolved, sentinels)
+    return bool(spelled) and all(part.isidentifier() for part in spelled.split(".")) and matches(resolved, sentinels)
 
 
 def _bindings(function: cst.FunctionDef, name: str) -> list[cst.CSTNode]:
@@ -202,7 +287,12 @@ def idle_step(kvo):
         "`import copy as c`, `from copy import copy`), adding `import copy` when it has neither. The function "
         "sees the same field values as before; only the shared object stops being written, which is the bug. "
         "No fix for a mutation of the sentinel spelled directly, of one of its members, or of a name bound "
-        "twice: which object to mutate instead is a design decision."
+        "twice: which object to mutate instead is a design decision. No fix either where a copy would change "
+        "what the code sees: the name is compared by `is` or `==` with anything but None, the function uses the "
+        "sentinel itself where the mutation may already have happened (after the binding, in the same loop, in "
+        "a nested function), or the name is returned and the module compares with the sentinel by identity "
+        "(a caller in another module that does is not seen: review the callers of a function whose result "
+        "was the sentinel). Nor where `copy` is bound to something else in the module or an enclosing function."
     ),
     fix_before="""
 from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT

@@ -32,6 +32,7 @@ def fix(site: Site, context: FixContext) -> Fix:
     from kvlint.fix_context import NoFix
 
     operand = context.node_at(site.operand_span, cst.BaseExpression)
+    context.check_not_self_documenting(operand)
     parent = context.parent(operand)
     if site.sink in SET_OPERATORS:
         if isinstance(parent, cst.AugAssign) and parent.target is operand:
@@ -43,7 +44,9 @@ def fix(site: Site, context: FixContext) -> Fix:
         default = "()"
     else:
         raise NoFix(f"no default makes the {site.sink} right: check the field for None")
-    text = context.code(operand)
+    text = context.code(operand)  # without the operand's own parentheses, which stay around the edit
+    if not isinstance(operand, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
+        text = f"({text})"  # `a if c else None`, `x := ...`: `or` would bind tighter than they do
     argument = isinstance(parent, cst.Arg) and parent.value is operand and parent.keyword is None and not parent.star
     replacement = f"{text} or {default}" if argument else f"({text} or {default})"
     edit = context.replace(context.span(operand), replacement)
@@ -83,7 +86,8 @@ def release(kvo: KVConnectorOutput):
         "its argument) or `(field or set())` (beside a set operator). A None payload field means \"nothing "
         "finished\", exactly what an empty set means, so every path that did not raise behaves as before and "
         "the one that raised now sees nothing finished. No fix for a method call, a subscript, an attribute "
-        "or the target of `|=`: no default makes those right."
+        "or the target of `|=`: no default makes those right; nor inside an f-string's `{...=}`, which prints "
+        "the expression's own text."
     ),
     fix_before="""
 def release(kvo: KVConnectorOutput):

@@ -123,9 +123,12 @@ def sample(self, grammar_output):
         "connector output in scope: `return None` becomes `return ModelRunnerOutput.with_kv_conn_output_only(v) "
         "if v is not None else None` when the tree's output class defines the attaching helper, else an "
         "`if v is not None:` block returning a copy of the sentinel with the field set, before the original "
-        "`return`; a return of the sentinel or of a bare copy returns such a copy; a construction returned in "
-        "place gets `kv_connector_output=v`. No fix when several names hold a connector output, the output is "
-        "built elsewhere, or the module names neither the helper's class nor the sentinel."
+        "`return`; a return of the sentinel or of a bare copy returns the helper's output (a copy of what is "
+        "returned with the field set where that is a name, or where the return drops another invariant's "
+        "output too); a construction returned in place gets `kv_connector_output=v`. No fix when several names "
+        "hold a connector output, the output is built elsewhere, the construction passes the field by position, "
+        "or the module names neither the helper's class nor the sentinel at run time (an import under "
+        "`if TYPE_CHECKING:` does not count)."
     ),
     fix_before="""
 from vllm.v1.outputs import ModelRunnerOutput
