@@ -378,15 +378,16 @@ def _check(args: argparse.Namespace) -> int:
         if args.report_unused_noqa:
             raise _UsageError("--report-unused-noqa cannot be combined with --fix or --diff")
         from kvlint.fix_files import fix_file, fixable_paths
-        from kvlint.fixer import REJECTED
+        from kvlint.fixer import REJECTED, left_alone
 
         assert result.index is not None
         files = [
             fix_file(path, config, result.index, args.unsafe_fixes, write=not args.diff)
             for path in fixable_paths(reported, args.unsafe_fixes)
         ]
-        for problem in (f for f in files if f.problem):
-            sys.stderr.write(f"kvlint: warning: {printable(problem.display_path)}: {problem.problem}\n")
+        problems = {f.display_path: f.problem for f in files if f.problem}
+        for shown, problem in problems.items():
+            sys.stderr.write(f"kvlint: warning: {printable(shown)}: {problem}\n")
         changed = {f.display_path: f for f in files if f.changed}
         for f in changed.values():
             for left in (finding for finding in f.outcome.remaining if finding.no_fix.startswith(REJECTED)):
@@ -394,7 +395,9 @@ def _check(args: argparse.Namespace) -> int:
         if args.diff:
             return _report_diff(args, changed.values())
         reported = sorted([
-            *(finding for finding in reported if finding.path not in changed),
+            *(finding for finding in reported if finding.path not in changed and finding.path not in problems),
+            *(finding for path, problem in problems.items() for finding in left_alone(
+                (finding for finding in reported if finding.path == path), problem)),
             *(finding for f in changed.values() for finding in f.outcome.remaining),
         ])
         fixed = sum(len(f.outcome.fixed) for f in changed.values())
@@ -500,6 +503,7 @@ def _fix_stdin(
                              is_package=is_package)
         if outcome.refused:
             sys.stderr.write(f"kvlint: warning: {printable(display)}: {outcome.refused}\n")
+            remaining = outcome.remaining  # each says why it was not fixed
         elif outcome.text != text:
             if args.diff:
                 sys.stdout.write(unified_diff(display, text, outcome.text))

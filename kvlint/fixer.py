@@ -17,7 +17,7 @@ import dataclasses
 import io
 import tokenize
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kvlint.config import Config
@@ -59,7 +59,7 @@ def fix_source(
         return FixOutcome(source, (), tuple(original), "")
     problem = _round_trip_problem(text)
     if problem:
-        return FixOutcome(source, (), tuple(original), problem)
+        return FixOutcome(source, (), left_alone(original, problem), problem)
     claims = _Claims(original)
     current, findings = text, original
     settled = False
@@ -87,12 +87,19 @@ def fix_source(
     # some fix broke the whole: apply them one at a time, each verified on its own, and keep those that pass
     current, fixed, findings, rejected = _one_at_a_time(text, original, analyse, unsafe)
     if not fixed:
-        return FixOutcome(source, (), tuple(original), problem)
+        return FixOutcome(source, (), left_alone(original, problem), problem)
     remaining = [
         dataclasses.replace(f, fix=None, no_fix=REJECTED + rejected[_key(f)]) if _key(f) in rejected else f
         for f in findings
     ]
     return FixOutcome(bom + current, _gone(original, findings), tuple(remaining), "")
+
+
+def left_alone(findings: Iterable[Finding], problem: str) -> tuple[Finding, ...]:
+    """The findings of a file kvlint would not fix, each saying so instead of offering its fix."""
+    return tuple(
+        dataclasses.replace(f, fix=None, no_fix=problem) if f.fix is not None else f for f in findings
+    )
 
 
 def _gone(original: list[Finding], remaining: list[Finding]) -> tuple[Finding, ...]:

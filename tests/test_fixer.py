@@ -139,6 +139,28 @@ def test_a_file_libcst_does_not_print_back_byte_for_byte_is_refused() -> None:
     outcome = fix_source(source, "cr.py", CONFIG, unsafe=True)
     assert outcome.text == source and outcome.fixed == ()  # ... but the file is left alone, and says why
     assert outcome.refused == "not fixed: libcst does not print this file back byte for byte (line endings?)"
+    (left,) = outcome.remaining  # no longer offered as fixable: it says why instead
+    assert (left.code, left.fix, left.no_fix) == ("KVC005", None, outcome.refused)
+
+
+def test_a_refused_file_is_not_reported_as_fixable(tmp_path: Path) -> None:
+    """After `--fix`, a file kvlint left alone shows no `[*]` and no fix count, whether read from the tree or
+    from stdin; the warning says why."""
+    source = "def count(kvo: KVConnectorOutput):\r    return len(kvo.finished_sending)\r"
+    (tmp_path / "cr.py").write_bytes(source.encode())
+    from_tree = run_kvlint("check", "--fix", "--show-source", "cr.py", cwd=tmp_path)
+    from_stdin = subprocess.run(
+        [sys.executable, "-m", "kvlint", "check", "--fix", "--show-source", "--stdin-filename", "cr.py", "-"],
+        input=source.encode(), capture_output=True, cwd=tmp_path, timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    reason = "not fixed: libcst does not print this file back byte for byte (line endings?)"
+    for report, errors in ((from_tree.stdout, from_tree.stderr), (from_stdin.stderr.decode(), "")):
+        assert "KVC005" in report and "[*]" not in report and "fixable" not in report, report
+        assert f"= no fix: {reason}" in report
+        assert reason in errors or reason in report
+    assert from_stdin.stdout == source.encode()  # the source comes back as it was
+    assert (tmp_path / "cr.py").read_bytes() == source.encode()
 
 
 def _with_fix(monkeypatch: pytest.MonkeyPatch, code: str, content: str) -> None:
