@@ -327,12 +327,16 @@ class FixContext:
         if line == 1:
             while line <= len(self.lines) and self.lines[line - 1].lstrip().startswith("#"):
                 line += 1  # a shebang, a coding cookie or a licence header stays first
+        while line <= len(self.lines) and not self.lines[line - 1].strip():
+            line += 1  # the import goes after the blank lines that follow a docstring or a header
         if line > len(self.lines):
             last = len(self.lines)
             ending = "" if self.lines and self.lines[-1].endswith(("\n", "\r")) else self.newline(last)
             column = len(self.lines[-1]) if self.lines else 0
             return Edit(max(last, 1), column, max(last, 1), column, f"{ending}{statement}{self.newline(last)}")
-        return Edit(line, 0, line, 0, f"{statement}{self.newline(line)}")
+        following = next((node for node in body if _first_line(node) >= line), None)
+        blank_lines = 2 if isinstance(following, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else 1
+        return Edit(line, 0, line, 0, statement + self.newline(line) * (1 + blank_lines))  # PEP 8's spacing
 
     # ------------------------------------------------------------- invariant names
 
@@ -414,3 +418,8 @@ class FixContext:
 def is_simple_reference(node: cst.BaseExpression) -> bool:
     """A name or a member chain of names: evaluating it twice reads the same thing."""
     return dotted_name(node) is not None and not getattr(node, "lpar", ())
+
+
+def _first_line(node: ast.stmt) -> int:
+    """A statement's first line, its decorators included."""
+    return min([node.lineno, *(decorator.lineno for decorator in getattr(node, "decorator_list", ()))])

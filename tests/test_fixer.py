@@ -778,3 +778,26 @@ def drain(kvo: KVConnectorOutput, free):
     outcome = _fix("walrus_default", source, unsafe=False)
     # `(sending := kvo.finished_sending or ())` would bind `()` for an empty set, and `.add` would then raise
     assert "    for r in (((sending := kvo.finished_sending) or ())):\n" in outcome.text
+
+
+@pytest.mark.parametrize("header", ["", '"""Idle steps."""\n\n\n', "#!/usr/bin/env python\n# header\n\nSTEP = 1\n\n\n"])
+def test_an_import_added_to_a_module_without_imports_keeps_pep8_spacing(header: str) -> None:
+    """`import copy` goes after a shebang, header comments and a docstring, with the blank lines PEP 8 wants
+    around it (two before a `def`), so pycodestyle has nothing to say about the fixed file."""
+    import pycodestyle
+
+    body = (
+        "def idle(kvo: KVConnectorOutput):\n"
+        "    output = EMPTY_MODEL_RUNNER_OUTPUT\n"
+        "    output.kv_connector_output = kvo\n"
+        "    return output\n"
+    )
+    outcome = fix_source(header + body, "idle.py", CONFIG)
+    assert outcome.refused == "" and [f.code for f in outcome.fixed] == ["KVC004"]
+    fixed = body.replace("= EMPTY_MODEL_RUNNER_OUTPUT", "= copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)")
+    if header.startswith("#!"):
+        assert outcome.text == "#!/usr/bin/env python\n# header\n\nimport copy\n\nSTEP = 1\n\n\n" + fixed
+    else:
+        assert outcome.text == header + "import copy\n\n\n" + fixed
+    checker = pycodestyle.Checker(lines=outcome.text.splitlines(keepends=True), quiet=True)
+    assert checker.check_all() == 0
