@@ -15,7 +15,6 @@ import bisect
 import codecs
 import dataclasses
 import functools
-import itertools
 import os
 import re
 import sys
@@ -30,9 +29,10 @@ from typing import TYPE_CHECKING
 
 from kvlint.config import Config
 from kvlint.findings import Finding
+from kvlint.fixes import line_offsets
 from kvlint.byte_scan import mentions_any
 from kvlint.annotations import AnnotationKind, classify_annotation
-from kvlint.names import ImportTable, walk_statements
+from kvlint.names import ImportTable, first_line, walk_statements
 from kvlint.noqa import is_suppressed, noqa_line_mapping
 from kvlint.rules import INTERNAL_ERROR, SYNTAX_ERROR, site_rules
 from kvlint.sites import Site, Span
@@ -196,21 +196,17 @@ def declared_optional_attributes(
     return names
 
 
-def _first_line(node: ast.stmt) -> int:
-    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
-
-
 def _segments(tree: ast.Module) -> list[tuple[int, int, int]]:
     """Return (first, last, parent) line ranges of each top-level unit; methods of a
     class are units of their own whose parent is the class header's unit (-1: none)."""
     ranges: list[tuple[int, int, int]] = []
     for node in tree.body:
-        first, last = _first_line(node), node.end_lineno or node.lineno
+        first, last = first_line(node), node.end_lineno or node.lineno
         if isinstance(node, ast.ClassDef) and len(node.body) > 1:
             header = len(ranges)
-            ranges.append((first, max(first, _first_line(node.body[0]) - 1), -1))
+            ranges.append((first, max(first, first_line(node.body[0]) - 1), -1))
             for member in node.body:
-                ranges.append((_first_line(member), member.end_lineno or member.lineno, header))
+                ranges.append((first_line(member), member.end_lineno or member.lineno, header))
         else:
             ranges.append((first, last, -1))
     return ranges
@@ -389,7 +385,7 @@ def reduced_text(prepared: PreparedFile, config: Config, extra_names: Sequence[s
     keep = [False] * (len(lines) + 2)
     segments = prepared.segments
     if relevance.words:
-        line_starts = list(itertools.accumulate(map(len, lines), initial=0))
+        line_starts = line_offsets(lines)
         mentioning = _lines_mentioning("".join(lines), line_starts, relevance.words)
     else:
         mentioning = list(range(1, len(lines) + 1))

@@ -21,7 +21,7 @@ from kvlint.config import Config
 from kvlint.fixes import Edit
 from kvlint.flow.syntax import dotted_name
 from kvlint.invariants import Invariant
-from kvlint.names import ImportTable, matches
+from kvlint.names import ImportTable, first_line, matches
 from kvlint.sites import Span
 from kvlint.tree_index import TreeIndex
 
@@ -334,7 +334,7 @@ class FixContext:
             ending = "" if self.lines and self.lines[-1].endswith(("\n", "\r")) else self.newline(last)
             column = len(self.lines[-1]) if self.lines else 0
             return Edit(max(last, 1), column, max(last, 1), column, f"{ending}{statement}{self.newline(last)}")
-        following = next((node for node in body if _first_line(node) >= line), None)
+        following = next((node for node in body if first_line(node) >= line), None)
         blank_lines = 2 if isinstance(following, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else 1
         return Edit(line, 0, line, 0, statement + self.newline(line) * (1 + blank_lines))  # PEP 8's spacing
 
@@ -418,8 +418,3 @@ class FixContext:
 def is_simple_reference(node: cst.BaseExpression) -> bool:
     """A name or a member chain of names: evaluating it twice reads the same thing."""
     return dotted_name(node) is not None and not getattr(node, "lpar", ())
-
-
-def _first_line(node: ast.stmt) -> int:
-    """A statement's first line, its decorators included."""
-    return min([node.lineno, *(decorator.lineno for decorator in getattr(node, "decorator_list", ()))])

@@ -135,3 +135,8 @@ def ast_dotted_name(node: ast.expr) -> str | None:
         return None
     parts.append(node.id)
     return ".".join(reversed(parts))
+
+
+def first_line(node: ast.stmt) -> int:
+    """A statement's first line, its decorators included."""
+    return min([node.lineno, *(decorator.lineno for decorator in getattr(node, "decorator_list", ()))])

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import itertools
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from kvlint.engine import split_lines
+from kvlint.fixes import line_offsets
 from kvlint.server.positions import UTF16, offset_of
 
 PYTHON_SUFFIXES = (".py", ".pyi")
@@ -48,7 +48,7 @@ class Document:
             self.text = text
             return
         lines = self.lines()
-        starts = list(itertools.accumulate(map(len, lines), initial=0))
+        starts = line_offsets(lines)
         start = offset_of(lines, starts, change_range[0], change_range[1], encoding)
         end = offset_of(lines, starts, change_range[2], change_range[3], encoding)
         self.text = self.text[:start] + text + self.text[max(start, end):]
