@@ -116,12 +116,9 @@ def phases(tree: Path) -> list[tuple[str, float]]:
     """Where kvlint's time goes: the runner's and engine's steps timed in-process with one job."""
     from collections import defaultdict
 
-    import libcst
-
     import kvlint.discovery
     import kvlint.engine
     import kvlint.flow
-    import kvlint.positions
     import kvlint.runner
     from kvlint.cli import _collect_garbage_rarely
     from kvlint.config import Config
@@ -129,28 +126,32 @@ def phases(tree: Path) -> list[tuple[str, float]]:
     spent: defaultdict[str, float] = defaultdict(float)
     labels: list[str] = []
 
-    def wrap(owner: object, name: str, label: str) -> None:
+    stage = [""]  # the step running now: `ast.parse` serves both the prepare and the analyse step
+
+    def wrap(owner: object, name: str, label: str, by_stage: dict[str, str] | None = None) -> None:
         original = getattr(owner, name)
 
         def timed(*args, **kwargs):  # type: ignore[no-untyped-def]
             started = time.perf_counter()
+            outer, stage[0] = stage[0], name
             try:
                 return original(*args, **kwargs)
             finally:
-                spent[label] += time.perf_counter() - started
+                stage[0] = outer
+                spent[by_stage.get(outer, label) if by_stage else label] += time.perf_counter() - started
 
         setattr(owner, name, timed)
         labels.append(label)
 
     wrap(kvlint.runner, "read_source", "read every file")
     wrap(kvlint.runner, "_is_relevant", "byte scan of every file for the configured names")
+    parse_in_analysis = "  of which ast.parse of the relevant units"
     wrap(kvlint.runner, "_prepare", "prepare: decode, ast.parse, import table, index entries")
-    wrap(kvlint.engine, "_parse_ast", "  of which ast.parse")
+    wrap(kvlint.engine, "_parse_ast", "  of which ast.parse of the file", {"_analyse": parse_in_analysis})
     wrap(kvlint.runner, "build_index", "tree index, and the scan of skipped files for its callers")
-    wrap(kvlint.runner, "_analyse", "analyse: libcst, flow, rules (in a thread with a large stack)")
+    wrap(kvlint.runner, "_analyse", "analyse: flow, rules (in a thread with a large stack)")
     wrap(kvlint.engine, "reduced_text", "  of which reduced_text")
-    wrap(libcst, "parse_module", "  of which libcst.parse_module")
-    wrap(kvlint.positions, "node_spans", "  of which node positions")
+    labels.append(parse_in_analysis)
     wrap(kvlint.flow.FlowAnalysis, "run", "  of which flow analysis")
     _collect_garbage_rarely()  # as the command line does
     previous = os.getcwd()

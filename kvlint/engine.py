@@ -2,9 +2,10 @@
 
 A file goes through: decode -> byte scan (does it mention any configured
 name?) -> `ast.parse` (fast; syntax errors positioned as CPython gives them,
-the import table, the tree index) -> libcst over only the statements that
-mention a configured name (the rest are blanked, keeping line numbers) ->
-one flow analysis -> rule predicates -> `# noqa`. Broken input becomes a
+the import table, the tree index) -> `ast.parse` of only the units that
+mention a configured name (a line map keeps the file's line numbers) ->
+one flow analysis -> rule predicates -> `# noqa` -> fixes for the findings
+(libcst, imported only then). Broken input becomes a
 KVC900/KVC902 finding; nothing here prints, exits or writes.
 """
 
@@ -35,7 +36,7 @@ from kvlint.annotations import AnnotationKind, classify_annotation
 from kvlint.names import ImportTable, first_line, walk_statements
 from kvlint.noqa import is_suppressed, noqa_line_mapping
 from kvlint.rules import INTERNAL_ERROR, SYNTAX_ERROR, site_rules
-from kvlint.sites import Site, Span
+from kvlint.sites import Site
 from kvlint.declarations import Declaration, module_declarations
 from kvlint.tree_index import TreeIndex
 
@@ -63,7 +64,7 @@ class SourceError(Exception):
 
 @dataclass
 class PreparedFile:
-    """A file after the cheap stage: decoded, `ast`-parsed, indexed; ready for libcst."""
+    """A file after the cheap stage: decoded, `ast`-parsed, indexed; ready for the flow analysis."""
 
     display_path: str
     module_name: str
@@ -74,7 +75,7 @@ class PreparedFile:
     segments: list[tuple[int, int, int]] = field(default_factory=list)  # (first, last, parent) of each unit
     relevant: bool = False
     is_package: bool = False
-    fallback_error: Finding | None = None  # `ast` refused it; libcst may still parse it (newer syntax)
+    fallback_error: Finding | None = None  # `ast` refused it; it may be newer syntax (`kvlint.flow.lowering`)
     local_names: tuple[str, ...] = ()  # names that make a unit of this file relevant besides the configured ones
     local_output_classes: tuple[str, ...] = ()  # local names of output classes: relevant where called
     optional_attributes: frozenset[str] = frozenset()  # attributes declared `KVConnectorOutput | None` here
@@ -88,7 +89,7 @@ class FileReport:
     display_path: str
     sites: tuple[Site, ...] = ()
     findings: tuple[Finding, ...] = ()
-    analysed: bool = False  # parsed with libcst and run through the flow analysis
+    analysed: bool = False  # run through the flow analysis
     traceback: str = ""  # for KVC902, shown with --verbose
 
 
@@ -245,7 +246,7 @@ def prepare_source(
     except SourceError as exc:
         finding = Finding(display_path, exc.line, exc.column, SYNTAX_ERROR, exc.message, exc.line, exc.column)
         if prepared.relevant and _may_be_newer_syntax(exc.message, prepared.text):
-            prepared.fallback_error = finding  # libcst may know syntax newer than this Python's
+            prepared.fallback_error = finding  # it may be syntax newer than this Python's: libcst may lower it
             prepared.lines = split_lines(prepared.text)
             prepared.module_name, prepared.is_package = module_name, is_package
         else:
@@ -377,7 +378,7 @@ def reduced_text(prepared: PreparedFile, config: Config, extra_names: Sequence[s
     """Keep only the top-level units that mention a configured name.
 
     Returns the compact text and, for each of its lines, the original line
-    number: libcst then parses a fraction of the file (docs/design.md, "Why it is fast") and
+    number: the analysis then parses a fraction of the file (docs/design.md, "Why it is fast") and
     positions are mapped back at the edge.
     """
     relevance = _relevance(config, tuple(sorted({*extra_names, *prepared.local_names})), prepared.local_output_classes)
@@ -419,7 +420,7 @@ def analyse_prepared(
     extra_names: Sequence[str] = (),
     suppress: bool = True,
 ) -> FileReport:
-    """The costly stage: libcst over the relevant statements, the flow analysis and the rules.
+    """The costly stage: the flow analysis over the relevant units, the rules, and fixes for the findings.
 
     `extra_names` make more units relevant (the runner passes the tree index's
     Optional-returning function names, so their call sites are analysed).
@@ -448,13 +449,21 @@ def analyse_prepared(
     judged = {finding: (site, rule) for finding, site, rule in _findings(sites, prepared)}
     kept = _unsuppressed(judged, prepared, config, suppress)
     if any(judged[finding][1].fix is not None for finding in kept):
-        kept = _run_with_deep_stack(lambda: _with_fixes(kept, judged, fix_context()))
+        kept = _run_with_deep_stack(lambda: _with_fixes(kept, judged, fix_context))
     return FileReport(prepared.display_path, tuple(sites), tuple(kept), analysed=True)
 
 
-def _with_fixes(findings: list[Finding], judged: dict, context: FixContext) -> list[Finding]:  # type: ignore[type-arg]
+def _with_fixes(
+    findings: list[Finding], judged: dict, fix_context: Callable[[], FixContext]  # type: ignore[type-arg]
+) -> list[Finding]:
     """Ask each finding's rule for its fix (only findings are asked: a clean file never builds one)."""
     from kvlint.fix_context import NoFix
+
+    try:
+        context = fix_context()
+    except Exception as exc:  # noqa: BLE001 - libcst refusing what `ast` parsed costs the fixes, not the findings
+        reason = f"kvlint cannot build fixes here: libcst cannot parse the file ({type(exc).__name__})"
+        return [dataclasses.replace(f, no_fix=reason) if judged[f][1].fix is not None else f for f in findings]
 
     invariants_at: dict[object, set[str]] = {}
     for finding in findings:
@@ -482,54 +491,39 @@ def _sites(
     prepared: PreparedFile, config: Config, index: TreeIndex, names: Sequence[str]
 ) -> tuple[list[Site], Callable[[], FixContext]]:
     """The file's sites, and how to build the context its fixes are made in (only a file with findings does)."""
-    import libcst as cst
-
     from kvlint.flow import FlowAnalysis
-    from kvlint.positions import node_spans
+    from kvlint.flow.source import SourceText
 
     if prepared.fallback_error is not None:
+        from kvlint.flow.lowering import lower_newer_syntax
+
         text, line_map = prepared.text, list(range(1, len(prepared.lines) + 2))
+        lowered = lower_newer_syntax(text)
+        if lowered is None:
+            error = prepared.fallback_error
+            raise SourceError(error.message, error.line, error.column)
+        module = _parse_ast(lowered)
+        prepared.imports = ImportTable.from_ast(module, prepared.module_name, prepared.is_package)
     else:
         text, line_map = reduced_text(prepared, config, names)
-    try:
-        module = cst.parse_module(text)
-    except (cst.ParserSyntaxError, SyntaxError, RecursionError) as exc:
-        if prepared.fallback_error is not None:
-            error = prepared.fallback_error
-            raise SourceError(error.message, error.line, error.column) from None
-        if isinstance(exc, RecursionError):
-            raise SourceError("cannot parse: too deeply nested") from None
-        if isinstance(exc, cst.ParserSyntaxError):
-            line = line_map[min(exc.raw_line, len(line_map)) - 1] if line_map else 1
-            raise SourceError(f"cannot parse: {exc.message.splitlines()[0]}", line, exc.raw_column) from None
-        raise SourceError(f"cannot parse: {exc}") from None
-    if prepared.fallback_error is not None:
-        from kvlint.flow import imports_from_cst
-
-        prepared.imports = imports_from_cst(module, prepared.module_name, prepared.is_package)
-    spans = node_spans(module)
-
-    def span_of(node: cst.CSTNode) -> Span:
-        start_line, start_column, end_line, end_column = spans[node]
-        return Span(line_map[start_line - 1], start_column, line_map[min(end_line, len(line_map)) - 1], end_column)
-
+        module = _parse_ast(text)
     analysis = FlowAnalysis(
-        module,
-        span_of,
-        prepared.imports,
-        index,
-        config,
-        prepared.module_name,
-        prepared.lines,
+        module, SourceText(text, line_map), prepared.imports, index, config, prepared.module_name,
         prepared.declarations,
     )
     sites = analysis.run()
 
     def fix_context() -> FixContext:
-        from kvlint.fix_context import FixContext
+        """libcst over the same text: fixes edit the code as written (only a file with a finding pays for it)."""
+        import libcst as cst
 
+        from kvlint.fix_context import FixContext
+        from kvlint.positions import node_spans
+
+        module = cst.parse_module(text)
         return FixContext(
-            module, spans, line_map, prepared.lines, prepared.imports, index, config, prepared.module_name
+            module, node_spans(module), line_map, prepared.lines, prepared.imports, index, config,
+            prepared.module_name,
         )
 
     return sites, fix_context

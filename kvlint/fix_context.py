@@ -19,13 +19,30 @@ import libcst as cst
 
 from kvlint.config import Config
 from kvlint.fixes import Edit
-from kvlint.flow.syntax import dotted_name
 from kvlint.invariants import Invariant
 from kvlint.names import ImportTable, first_line, matches
 from kvlint.sites import Span
 from kvlint.tree_index import TreeIndex
 
 SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def dotted_name(node: cst.CSTNode) -> str | None:
+    """Return `a.b.c` for a libcst Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def is_none_literal(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None" and not node.lpar
+
+
 COPY_MODULE, COPY_FUNCTION = "copy", "copy.copy"
 _INDENT = re.compile(r"[ \t\f]*")
 

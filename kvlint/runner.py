@@ -334,7 +334,7 @@ def _Pool(jobs: int, size: int) -> WorkerPool:  # noqa: N802 - reads as the clas
 
 def _warm_worker() -> None:
     """Import what the analysis needs while the parent is still reading files."""
-    import kvlint.flow  # noqa: F401 - libcst: 0.1 s, better spent now than in the first analysis
+    import kvlint.flow  # noqa: F401 - better spent now than in the first analysis
 
 
 def _quiet_worker() -> None:

@@ -8,13 +8,12 @@ Values it knows nothing about are untracked and never reported (precision
 first). Its output is a list of `Site`s; it reports nothing itself.
 
 - `state`: the abstract values and states, and their joins;
-- `syntax`: reference keys, literals and patterns of libcst nodes;
+- `syntax`: reference keys, literals, patterns, arguments and parameters of `ast` nodes;
 - `expressions`, `narrowing`, `statements`: the transfer functions;
 - `recording`: the sites the rules read;
 - `analysis`: `FlowAnalysis`, which walks every scope of a module.
 """
 
 from kvlint.flow.analysis import FlowAnalysis
-from kvlint.flow.syntax import imports_from_cst
 
-__all__ = ["FlowAnalysis", "imports_from_cst"]
+__all__ = ["FlowAnalysis"]

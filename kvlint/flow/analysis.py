@@ -1,13 +1,12 @@
 """One intra-procedural flow analysis per scope: nullness of reference expressions and
-connector-path facts, walked statement by statement over a libcst module."""
+connector-path facts, walked statement by statement over an `ast` module."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
-from collections.abc import Callable, Sequence
-
-import libcst as cst
+from collections.abc import Sequence
 
 from kvlint.annotations import AnnotationKind, classify_annotation_text
 from kvlint.config import Config
@@ -25,9 +24,10 @@ from kvlint.flow.state import (
     Value,
 )
 from kvlint.flow.statements import Statements
-from kvlint.flow.syntax import dotted_name
+from kvlint.flow.source import SourceText
+from kvlint.flow.syntax import FUNCTIONS, SCOPES, dotted_name, parameters
 from kvlint.names import ImportTable, matches
-from kvlint.sites import Site, SiteKind, Span
+from kvlint.sites import Site, SiteKind
 from kvlint.tree_index import TreeIndex
 
 CONNECTOR_PATH_MARKER = re.compile(r"#\s*kvlint:\s*connector-path\b(?:\s*\[(?P<invariants>[\w\s,]*)\])?")
@@ -38,22 +38,22 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
 
     def __init__(
         self,
-        module: cst.Module,
-        span_of: Callable[[cst.CSTNode], Span],
+        module: ast.Module,
+        source: SourceText,
         imports: ImportTable,
         index: TreeIndex,
         config: Config,
         module_name: str,
-        source_lines: Sequence[str],
         own_declarations: Sequence[Declaration] = (),
     ) -> None:
         self.module = module
-        self.span_of = span_of
+        self.source = source
+        self.span_of = source.span
+        self.source_of = source.segment
         self.imports = imports
         self.index = index
         self.config = config
         self.module_name = module_name
-        self.source_lines = source_lines
         # this file's own functions: what they are never depends on another file of the same module name
         self.own_functions = {d.qualname: d for d in own_declarations if isinstance(d, FunctionDecl)}
         self.sites: dict[tuple[object, ...], Site] = {}
@@ -61,7 +61,7 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         self.loops: list[LoopFrame] = []
         self.fixpoint_depth = 0
         self.scope = ScopeContext("<module>")
-        self.pending: list[tuple[cst.CSTNode, ScopeContext]] = []
+        self.pending: list[tuple[ast.AST, ScopeContext]] = []
         self.annotation_types: dict[str, TypeRef | None] = {}  # annotation text -> what it declares
         self.declared_defaults: dict[str, Value] = {}  # reference keys whose default a declaration gave
         self.declared_names: dict[str, Value] = {}  # local names and parameters with a declared type
@@ -89,7 +89,7 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
             )
         return sorted(self.sites.values(), key=lambda s: (s.span, s.kind.value, s.expression))
 
-    def _analyse_scope(self, node: cst.CSTNode, scope: ScopeContext) -> None:
+    def _analyse_scope(self, node: ast.AST, scope: ScopeContext) -> None:
         self.scope = scope
         self.loops = []
         self.fixpoint_depth = 0
@@ -99,23 +99,22 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         self.local_definitions = set()
         self.shielded = ""
         state = NullnessState(dict(scope.captured))
-        if isinstance(node, cst.Module):
+        if isinstance(node, (ast.Module, ast.ClassDef)):
             self._block(node.body, state)
-        elif isinstance(node, cst.ClassDef):
-            self._block(self._suite(node.body), state)
-        elif isinstance(node, cst.FunctionDef):
+        elif isinstance(node, FUNCTIONS):
             self._enter_function(node, state)
-            self._block(self._suite(node.body), state)
-        elif isinstance(node, cst.Lambda):
-            self._bind_parameters(node.params, state)
+            self._block(node.body, state)
+        elif isinstance(node, ast.Lambda):
+            self._bind_parameters(node.args, state)
             self._eval(node.body, state)
 
-    def _enter_function(self, node: cst.FunctionDef, state: NullnessState) -> None:
-        self._bind_parameters(node.params, state)
-        if self.scope.class_name and node.params.params and not any(
-            self._code(d.decorator) in ("staticmethod", "classmethod") for d in node.decorators
+    def _enter_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, state: NullnessState) -> None:
+        self._bind_parameters(node.args, state)
+        positional = [*node.args.posonlyargs, *node.args.args]
+        if self.scope.class_name and positional and not any(
+            self._code(decorator) in ("staticmethod", "classmethod") for decorator in node.decorator_list
         ):
-            receiver = node.params.params[0].name.value  # `self`: an instance of the enclosing class
+            receiver = positional[0].arg  # `self`: an instance of the enclosing class
             # in the payload class's own methods, `self` is a connector output (its payload sets may be None)
             payload = self._payload_invariant(self.scope.class_name)
             state.values[receiver] = Value(
@@ -126,17 +125,17 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
             state.set_path(invariant, PathFact.ON, reason)
             self._record(
                 SiteKind.CONNECTOR_FUNCTION,
-                node.name,
+                self.source.name_of(node),
                 on_connector_path=True,
                 path_reason=reason,
-                expression=f"def {node.name.value}",
+                expression=f"def {node.name}",
                 invariant=invariant,
             )
 
-    def _connector_function_reasons(self, node: cst.FunctionDef) -> dict[str, str]:
+    def _connector_function_reasons(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
         """The invariants whose connector is active throughout the function, and why."""
         reasons: dict[str, str] = {}
-        name = node.name.value
+        name = node.name
         for invariant in self.invariants.invariants:
             if name in invariant.connector_functions or matches(self.scope.qualname, invariant.connector_functions):
                 reasons[invariant.name] = f"`{name}` is listed in connector-functions"
@@ -150,36 +149,23 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
             reasons.setdefault(invariant, f"every call of `{name}` in the tree is on a connector path")
         return reasons
 
-    def _connector_marker(self, node: cst.FunctionDef) -> tuple[str, ...] | None:
-        """The invariants a `# kvlint: connector-path` comment on the `def` line names (`connector-path[ec]`),
+    def _connector_marker(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...] | None:
+        """The invariants a `# kvlint: connector-path` comment on the `def`'s header names (`connector-path[ec]`),
         () for a bare marker; None when there is none."""
-        comments = []
-        line = self.span_of(node).line
-        if 0 < line <= len(self.source_lines):
-            comments.append(self.source_lines[line - 1])
-        body = node.body
-        if isinstance(body, cst.IndentedBlock) and body.header.comment is not None:
-            comments.append(body.header.comment.value)
-        if isinstance(body, cst.SimpleStatementSuite) and body.trailing_whitespace.comment is not None:
-            comments.append(body.trailing_whitespace.comment.value)
-        for comment in comments:
+        for comment in self.source.header_lines(node):
             found = CONNECTOR_PATH_MARKER.search(comment)
             if found is not None:
                 named = found.group("invariants") or ""
                 return tuple(name.strip() for name in named.split(",") if name.strip())
         return None
 
-    def _bind_parameters(self, params: cst.Parameters, state: NullnessState) -> None:
-        every = [*params.posonly_params, *params.params, *params.kwonly_params]
-        for extra in (params.star_arg, params.star_kwarg):
-            if isinstance(extra, cst.Param):
-                every.append(extra)
-        for param in every:
-            name = param.name.value
+    def _bind_parameters(self, params: ast.arguments, state: NullnessState) -> None:
+        for param in parameters(params):
+            name = param.name
             value = UNTRACKED
-            if param.annotation is not None and param not in (params.star_arg, params.star_kwarg):
-                self._declare(name, param.annotation.annotation)
-                declared = self._annotation_value(param.annotation.annotation, f"parameter `{name}`")
+            if param.annotation is not None and not param.star:
+                self._declare(name, param.annotation)
+                declared = self._annotation_value(param.annotation, f"parameter `{name}`")
                 if declared is not None:
                     # a parameter is not a KV source a producer must hand on (KVC006 is about what it reads)
                     value = dataclasses.replace(declared, kv_source=False)
@@ -187,54 +173,56 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
                         value = dataclasses.replace(value, guard="annotated non-Optional")
             state.values[name] = value
 
-    def _is_producer(self, node: cst.FunctionDef) -> bool:
+    def _is_producer(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         """Does the function return an output: declared so, or returning a construction, the sentinel or a copy?"""
-        if node.returns is not None and self._names_output_class(node.returns.annotation):
+        if node.returns is not None and self._names_output_class(node.returns):
             return True  # `-> ModelRunnerOutput | AsyncOutput | None` too: any member that is an output
         qualname = f"{self.module_name}.{self.scope.qualname}" if self.module_name else self.scope.qualname
         declared = self.own_functions.get(qualname)
         if declared is not None:
             return declared.returns_output  # the declaration index looked at its returns already
-        stack: list[cst.CSTNode] = [node.body]
+        stack: list[ast.AST] = list(node.body)
         while stack:
             current = stack.pop()
-            if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            if isinstance(current, SCOPES):
                 continue
-            if isinstance(current, cst.Return) and current.value is not None and self._returns_output(current.value):
+            if isinstance(current, ast.Return) and current.value is not None and self._returns_output(current.value):
                 return True
-            if isinstance(current, cst.Call) and self._returns_output(current):
+            if isinstance(current, ast.Call) and self._returns_output(current):
                 return True  # it builds an output (to return it later, or a wrapper of it)
-            stack.extend(current.children)
+            stack.extend(ast.iter_child_nodes(current))
         return False
 
-    def _names_output_class(self, annotation: cst.BaseExpression) -> bool:
-        stack: list[cst.CSTNode] = [annotation]
+    def _names_output_class(self, annotation: ast.expr) -> bool:
+        stack: list[ast.AST] = [annotation]
         while stack:
             current = stack.pop()
-            spelled = dotted_name(current) if isinstance(current, (cst.Name, cst.Attribute)) else None
+            spelled = dotted_name(current) if isinstance(current, (ast.Name, ast.Attribute)) else None
             if spelled is not None and matches(self._resolve_type_name(spelled), self.config.output_classes):
                 return True
-            if isinstance(current, cst.SimpleString):
-                text = current.evaluated_value
+            if isinstance(current, ast.Constant) and isinstance(current.value, str):
                 outputs = [name.rpartition(".")[2] for name in self.config.output_classes]
-                if isinstance(text, str) and any(name in text for name in outputs):
+                if any(name in current.value for name in outputs):
                     return True
-            stack.extend(current.children)
+            if isinstance(current, ast.Attribute):  # libcst saw the attribute's name as a node of its own
+                stack.append(ast.Name(id=current.attr, ctx=ast.Load()))
+            stack.extend(ast.iter_child_nodes(current))
         return False
 
-    def _returns_output(self, value: cst.BaseExpression) -> bool:
-        if isinstance(value, cst.Call):
+    def _returns_output(self, value: ast.expr) -> bool:
+        if isinstance(value, ast.Call):
             callee = self.imports.resolve_dotted(dotted_name(value.func) or "")
             if matches(callee, self.config.output_classes):
                 return True
             if matches(callee, COPY_FUNCTIONS) and value.args:
-                return self._returns_output(value.args[0].value)
+                first = value.args[0]
+                return not isinstance(first, ast.Starred) and self._returns_output(first)
             return False
         spelled = dotted_name(value)
         return spelled is not None and matches(self.imports.resolve_dotted(spelled), self.config.empty_sentinels)
 
-    def _classify(self, annotation: cst.BaseExpression) -> AnnotationKind | None:
-        text = self.module.code_for_node(annotation)
+    def _classify(self, annotation: ast.expr) -> AnnotationKind | None:
+        text = self._source(annotation)
         if not any(name in text for name in self.payload_spellings):
             return None
         return classify_annotation_text(text, self.imports.resolve_dotted, self.config.payload_classes)

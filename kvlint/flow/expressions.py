@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import io
 import re
+import tokenize
 from collections.abc import Sequence
-
-import libcst as cst
 
 from kvlint.flow.recording import site_invariant
 from kvlint.flow.state import (
@@ -19,7 +20,11 @@ from kvlint.flow.state import (
     join_values,
 )
 from kvlint.flow.syntax import (
+    FUNCTIONS,
+    call_arguments,
     dotted_name,
+    operator_text,
+    parameters,
     ref_key,
 )
 from kvlint.declarations import TypeRef, type_of_annotation
@@ -79,7 +84,7 @@ class Expressions:
             return value
         return self._default_for_key(key) or UNTRACKED
 
-    def _resolve(self, node: cst.BaseExpression, state: NullnessState) -> str | None:
+    def _resolve(self, node: ast.expr, state: NullnessState) -> str | None:
         """Resolve a callee/name through imports unless the root is a local."""
         spelled = dotted_name(node)
         if spelled is None:
@@ -147,12 +152,10 @@ class Expressions:
                     return invariant
         return ""
 
-    def _annotation_value(self, annotation: cst.BaseExpression, origin: str) -> Value | None:
+    def _annotation_value(self, annotation: ast.expr, origin: str) -> Value | None:
         """The value an annotation in this module declares (a parameter, an annotated local)."""
-        text = self.module.code_for_node(annotation).strip()
+        text = self._source(annotation).strip()
         if text not in self.annotation_types:
-            import ast
-
             try:
                 tree = ast.parse(text, mode="eval").body
             except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -193,29 +196,35 @@ class Expressions:
 
     # --------------------------------------------------------- evaluation
 
-    def _eval(self, node: cst.BaseExpression, state: NullnessState) -> Value:
+    def _eval(self, node: ast.AST, state: NullnessState) -> Value:
         """Evaluate an expression for its value, recording the sites inside it."""
         handler = getattr(self, f"_expr_{type(node).__name__}", None)
         if handler is not None:
             return handler(node, state)
-        for child in node.children:
-            if isinstance(child, cst.BaseExpression):
+        for child in ast.iter_child_nodes(node):  # `await x`, `*x`, a slice...
+            if isinstance(child, ast.expr):
                 self._eval(child, state)
-            elif isinstance(child, (cst.Arg, cst.BaseElement, cst.BaseDictElement, cst.FormattedStringExpression)):
-                for grandchild in child.children:
-                    if isinstance(grandchild, cst.BaseExpression):
-                        self._eval(grandchild, state)
+            elif isinstance(child, ast.keyword):
+                self._eval(child.value, state)
         return UNTRACKED
 
-    def _expr_Name(self, node: cst.Name, state: NullnessState) -> Value:
-        value = state.values.get(node.value)
+    def _expr_Name(self, node: ast.Name, state: NullnessState) -> Value:
+        value = state.values.get(node.id)
         if value is not None:
             return value
-        if matches(self.imports.resolve_dotted(node.value), self.invariants.empty_sentinels):
-            return self._sentinel_value(node.value)
-        if node.value == "None":
-            return Value(Nullness.NONE)
-        return self._global_value(node.value) or UNTRACKED
+        if matches(self.imports.resolve_dotted(node.id), self.invariants.empty_sentinels):
+            return self._sentinel_value(node.id)
+        return self._global_value(node.id) or UNTRACKED
+
+    @staticmethod
+    def _expr_Constant(node: ast.Constant, state: NullnessState) -> Value:
+        return Value(Nullness.NONE) if node.value is None else UNTRACKED
+
+    def _expr_JoinedStr(self, node: ast.JoinedStr, state: NullnessState) -> Value:
+        for part in node.values:  # the replacement fields; not the ones nested in a format spec (`{x:{width}}`)
+            if isinstance(part, ast.FormattedValue):
+                self._eval(part.value, state)
+        return UNTRACKED
 
     def _global_value(self, name: str) -> Value | None:
         """A module global's declared value (this module's, or imported from another of the tree)."""
@@ -226,9 +235,9 @@ class Expressions:
         declared = self.index.global_type(imported) if imported else self.index.global_type(local)
         return self._typed_value(declared, f"`{name}`") if declared is not None else None
 
-    def _expr_Attribute(self, node: cst.Attribute, state: NullnessState) -> Value:
+    def _expr_Attribute(self, node: ast.Attribute, state: NullnessState) -> Value:
         receiver = self._eval(node.value, state)
-        attr = node.attr.value
+        attr = node.attr
         if receiver.nullness is Nullness.NONE and not receiver.tracked and attr in self._payload_members():
             # `kvo = None`, then `kvo.finished_...`
             receiver = dataclasses.replace(receiver, connector_output=True, invariant=self._member_invariant(attr))
@@ -266,13 +275,13 @@ class Expressions:
             self.payload_fields[invariant] = fields
         return fields
 
-    def _attribute_value(self, node: cst.Attribute, receiver: Value, state: NullnessState) -> Value:
-        attr = node.attr.value
+    def _attribute_value(self, node: ast.Attribute, receiver: Value, state: NullnessState) -> Value:
+        attr = node.attr
         key = ref_key(node)
         return self._member_value(receiver, attr, key, node, state)
 
     def _member_value(
-        self, receiver: Value, attr: str, key: str | None, node: cst.CSTNode, state: NullnessState
+        self, receiver: Value, attr: str, key: str | None, node: ast.AST, state: NullnessState
     ) -> Value:
         """The value of `receiver.attr` (`key` its reference key), from state, declaration or name."""
         code = key or self._code(node)
@@ -306,7 +315,7 @@ class Expressions:
                          sentinel_of=receiver.sentinel_of)
         if receiver.nullness is Nullness.UNKNOWN and not receiver.tracked and key is None:
             return UNTRACKED
-        if isinstance(node, cst.Attribute) and matches(self._resolve(node, state), self.invariants.empty_sentinels):
+        if isinstance(node, ast.Attribute) and matches(self._resolve(node, state), self.invariants.empty_sentinels):
             return self._sentinel_value(self._code(node))
         return UNTRACKED
 
@@ -344,56 +353,90 @@ class Expressions:
             return None
         return Value(Nullness.NOT_NONE, payload=True, guard="declared non-Optional", invariant=invariant)
 
-    def _expr_Subscript(self, node: cst.Subscript, state: NullnessState) -> Value:
+    def _expr_Subscript(self, node: ast.Subscript, state: NullnessState) -> Value:
         receiver = self._eval(node.value, state)
         self._sink(node.value, receiver, "subscript", node, state)
         self._eval_slices(node, state)
         key = ref_key(node)
         if key is not None and key in state.values:
             return state.values[key]
-        if receiver.parts is not None and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
-            index = node.slice[0].slice.value
-            if isinstance(index, cst.Integer) and index.evaluated_value < len(receiver.parts):
-                return receiver.parts[index.evaluated_value]
-        if receiver.item is not None and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        index = self._single_index(node)
+        if receiver.parts is not None and index is not None:
+            if isinstance(index, ast.Constant) and type(index.value) is int and index.value < len(receiver.parts):
+                return receiver.parts[index.value]
+        if receiver.item is not None and index is not None:
             return receiver.item
-        if receiver.cls and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
-            index = node.slice[0].slice.value  # a TypedDict's key
-            if isinstance(index, cst.SimpleString) and isinstance(index.evaluated_value, str):
-                declared = self._declared_attribute(receiver, index.evaluated_value, f"`{self._code(node)}`")
+        if receiver.cls and index is not None:
+            # a TypedDict's key
+            if isinstance(index, ast.Constant) and isinstance(index.value, str):
+                declared = self._declared_attribute(receiver, index.value, f"`{self._code(node)}`")
                 if declared is not None:
                     return declared
-        indexed = len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)
+        indexed = index is not None
         if (receiver.sentinel or receiver.sentinel_part) and indexed:  # `x[:]` is a new list; `x[0]` is shared
             return Value(Nullness.UNKNOWN, sentinel_part=True, origin=f"`{self._code(node)}`")
         return UNTRACKED
 
-    def _eval_slices(self, node: cst.Subscript, state: NullnessState) -> None:
-        for element in node.slice:
-            index = element.slice
-            if isinstance(index, cst.Index):
-                self._eval(index.value, state)
-            else:
+    def _subscript_elements(self, node: ast.Subscript) -> list[ast.expr]:
+        """The comma-separated elements between the brackets (`x[a, b:c]`: `a` and `b:c`; `x[(a, b)]`: one)."""
+        index = node.slice
+        if isinstance(index, ast.Tuple) and not self._parenthesized(index):
+            return index.elts
+        return [index]
+
+    def _single_index(self, node: ast.Subscript) -> ast.expr | None:
+        """The index of `x[i]` (`x[i,]` and `x[*i]` too): one element between the brackets, not a slice."""
+        elements = self._subscript_elements(node)
+        if len(elements) != 1 or isinstance(elements[0], ast.Slice):
+            return None
+        return elements[0].value if isinstance(elements[0], ast.Starred) else elements[0]
+
+    def _parenthesized(self, node: ast.Tuple) -> bool:
+        """Whether a tuple is written in its own parentheses (`x[(a, b)]`, not `x[a, b]` nor `x[(a), (b)]`)."""
+        text = self._source(node)
+        if not (text.startswith("(") and text.endswith(")")):
+            return False
+        depth = 0
+        try:
+            for token in tokenize.generate_tokens(io.StringIO(text).readline):
+                if token.type != tokenize.OP:
+                    continue
+                if token.string in "([{":
+                    depth += 1
+                elif token.string in ")]}":
+                    depth -= 1
+                    if depth == 0:  # the first bracket closes: at the end of the text or before it
+                        return token.end == (text.count("\n") + 1, len(text) - text.rfind("\n") - 1)
+        except (tokenize.TokenError, SyntaxError):
+            return True
+        return True
+
+    def _eval_slices(self, node: ast.Subscript, state: NullnessState) -> None:
+        for index in self._subscript_elements(node):
+            if isinstance(index, ast.Slice):
                 for part in (index.lower, index.upper, index.step):
                     if part is not None:
                         self._eval(part, state)
+            else:
+                self._eval(index.value if isinstance(index, ast.Starred) else index, state)  # `x[*a]`
 
-    def _eval_call_parts(self, node: cst.Call, state: NullnessState) -> list[Value]:
+    def _eval_call_parts(self, node: ast.Call, state: NullnessState) -> list[Value]:
         values = []
-        for arg in node.args:
+        arguments = call_arguments(node)
+        for arg in arguments:
             value = self._eval(arg.value, state)
             if arg.star == "*":
                 self._sink(arg.value, value, "`*` unpacking", arg.value, state)
             elif arg.star == "**":
                 self._sink(arg.value, value, "`**` unpacking", arg.value, state)
             values.append(value)
-        self._hand_on([arg.value for arg in node.args], state)
-        for arg in node.args:  # a callee handed a shallow copy may give it fresh members: stop suspecting them
-            if isinstance(arg.value, cst.Name) and (held := state.values.get(arg.value.value)) and held.shallow_copy:
-                state.values[arg.value.value] = dataclasses.replace(held, shallow_copy=False)
+        self._hand_on([arg.value for arg in arguments], state)
+        for arg in arguments:  # a callee handed a shallow copy may give it fresh members: stop suspecting them
+            if isinstance(arg.value, ast.Name) and (held := state.values.get(arg.value.id)) and held.shallow_copy:
+                state.values[arg.value.id] = dataclasses.replace(held, shallow_copy=False)
         return values
 
-    def _hand_on(self, expressions: Sequence[cst.CSTNode], state: NullnessState) -> None:
+    def _hand_on(self, expressions: Sequence[ast.AST], state: NullnessState) -> None:
         """The KV values named in these expressions are passed on, stored or attached (KVC006)."""
         pending = {
             k for k, v in state.values.items()
@@ -407,31 +450,53 @@ class Expressions:
                 # an output that escapes before its connector output is set stays without it (KVC003)
                 state.values[name] = dataclasses.replace(state.values[name], handed_on=True, output_sites=frozenset())
 
-    def _names_within(self, node: cst.CSTNode) -> frozenset[str]:
+    def _names_within(self, node: ast.AST) -> frozenset[str]:
         """Every name an expression mentions, a lambda's or nested function's included (they capture it).
 
-        Remembered per node: loops are walked again until their facts settle, and libcst's `children`
-        is slow enough to show in a profile."""
+        Every identifier counts, as it did when this walked a concrete syntax tree: attribute names
+        (`.kvo`), keyword names (`kvo=`), parameter names, a definition's or an import's names too.
+        Remembered per node: loops are walked again until their facts settle."""
         found = self.names_within.get(id(node))
         if found is None:
-            names = set()
-            stack = [node]
-            while stack:
-                current = stack.pop()
-                if isinstance(current, cst.Name):
-                    names.add(current.value)
-                else:
-                    stack.extend(current.children)
+            names: set[str] = set()
+            for current in ast.walk(node):
+                if isinstance(current, ast.Name):
+                    names.add(current.id)
+                elif isinstance(current, ast.Attribute):
+                    names.add(current.attr)
+                elif isinstance(current, ast.keyword):
+                    if current.arg is not None:
+                        names.add(current.arg)
+                elif isinstance(current, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+                    if current.name is not None:
+                        names.add(current.name)
+                elif isinstance(current, ast.arg):
+                    names.add(current.arg)
+                elif isinstance(current, (*FUNCTIONS, ast.ClassDef)):
+                    names.add(current.name)
+                elif isinstance(current, ast.alias):
+                    if current.name != "*":
+                        names.update(current.name.split("."))
+                    if current.asname:
+                        names.add(current.asname)
+                elif isinstance(current, ast.ImportFrom) and current.module:
+                    names.update(current.module.split("."))
+                elif isinstance(current, (ast.Global, ast.Nonlocal)):
+                    names.update(current.names)
+                elif isinstance(current, ast.MatchMapping) and current.rest:
+                    names.add(current.rest)
+                elif isinstance(current, ast.MatchClass):
+                    names.update(current.kwd_attrs)
             found = self.names_within[id(node)] = frozenset(names)
         return found
 
-    def _expr_Call(self, node: cst.Call, state: NullnessState) -> Value:
+    def _expr_Call(self, node: ast.Call, state: NullnessState) -> Value:
         func = node.func
         callee = self._resolve(func, state)
         receiver: Value | None = None
-        if isinstance(func, cst.Attribute):
+        if isinstance(func, ast.Attribute):
             receiver = self._eval(func.value, state)
-            self._sink(func.value, receiver, f"attribute access `.{func.attr.value}`", func, state)
+            self._sink(func.value, receiver, f"attribute access `.{func.attr}`", func, state)
             function_value = self._attribute_value(func, receiver, state)
         else:
             function_value = self._eval(func, state)
@@ -444,22 +509,23 @@ class Expressions:
             return special
         return self._declared_call(node, callee, receiver)
 
-    def _call_sinks(self, node: cst.Call, callee: str | None, args: list[Value], state: NullnessState) -> None:
+    def _call_sinks(self, node: ast.Call, callee: str | None, args: list[Value], state: NullnessState) -> None:
         """Arguments that the callee iterates (KVC005): `set(x)`, `s.update(x)`, `",".join(x)`..."""
         if callee in ITERATING_BUILTINS or callee in ITERATING_FUNCTIONS:
             what = f"`{self._code(node.func)}()`"
-        elif isinstance(node.func, cst.Attribute) and node.func.attr.value in ITERATING_METHODS:
-            what = f"`.{node.func.attr.value}()`"
+        elif isinstance(node.func, ast.Attribute) and node.func.attr in ITERATING_METHODS:
+            what = f"`.{node.func.attr}()`"
         else:
             return
-        for arg, value in zip(node.args, args):
+        for arg, value in zip(call_arguments(node), args):
             if arg.keyword is None and not arg.star and (value.payload or (callee == "len" and value.tracked)):
                 self._sink(arg.value, value, what, node if callee == "len" else arg.value, state)
 
     def _special_call(
-        self, node: cst.Call, callee: str | None, receiver: Value | None, args: list[Value], state: NullnessState
+        self, node: ast.Call, callee: str | None, receiver: Value | None, args: list[Value], state: NullnessState
     ) -> Value | None:
         """Calls whose meaning kvlint knows: constructions, copies, containers, getattr, mutation."""
+        arguments = call_arguments(node)
         helped = self.invariants.with_attaching_helper(callee)
         if helped and any(value.output_sites for value in args):
             # `with_ec_conn_output(output, ec)`: the output it is given leaves with the connector output attached
@@ -470,7 +536,7 @@ class Expressions:
         if invariant:
             self._record(SiteKind.PAYLOAD_CONSTRUCTION, node, state=state, invariant=invariant)
             known = frozenset(
-                arg.keyword.value for arg, value in zip(node.args, args)
+                arg.keyword for arg, value in zip(arguments, args)
                 if arg.keyword is not None and value.nullness is Nullness.NOT_NONE
             )
             return Value(
@@ -485,11 +551,11 @@ class Expressions:
         if matches(callee, COPY_FUNCTIONS):
             if args and args[0].sentinel:
                 self._record(SiteKind.SENTINEL_USE, node, sentinel_use=SentinelUseKind.COPIED,
-                             operand=self._code(node.args[0].value), state=state,
+                             operand=self._code(arguments[0].value), state=state,
                              invariant=args[0].sentinel_of[0] if args[0].sentinel_of else "")
-                unknown_fields = any(a.star == "**" for a in node.args)  # `replace(EMPTY, **fields)`
+                unknown_fields = any(a.star == "**" for a in arguments)  # `replace(EMPTY, **fields)`
                 shallow = not matches(callee, ("copy.deepcopy", "deepcopy")) and not unknown_fields
-                given = frozenset(a.keyword.value for a in node.args if a.keyword is not None)  # fresh values
+                given = frozenset(a.keyword for a in arguments if a.keyword is not None)  # fresh values
                 lacking = tuple(  # the invariants whose connector output the copy does not get here
                     invariant for invariant in args[0].sentinel_of
                     if not given & set(self.invariants.by_name[invariant].optional_fields)
@@ -497,29 +563,29 @@ class Expressions:
                 return Value(Nullness.NOT_NONE, empty_copy=bool(lacking), shallow_copy=shallow, known_fields=given,
                              origin=f"`{self._code(node)}`", sentinel_of=lacking)
             if args and args[0].shallow_copy and not matches(callee, ("copy.deepcopy", "deepcopy")):
-                if not any(a.star == "**" for a in node.args):  # a shallow copy of a shallow copy: still shared
-                    given = frozenset(a.keyword.value for a in node.args if a.keyword is not None)
+                if not any(a.star == "**" for a in arguments):  # a shallow copy of a shallow copy: still shared
+                    given = frozenset(a.keyword for a in arguments if a.keyword is not None)
                     return Value(Nullness.NOT_NONE, shallow_copy=True, known_fields=args[0].known_fields | given)
             return FRESH
         if callee in ("setattr", "object.__setattr__", "object.__delattr__", "delattr") and args and args[0].sentinel:
-            self._record_mutation(node, node.args[0].value, state, args[0])
+            self._record_mutation(node, arguments[0].value, state, args[0])
             return UNTRACKED
-        if isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Attribute):
+        if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Attribute):
             owner = node.func.value  # `out.__dict__.update(...)` may give a copy fresh members
-            if owner.attr.value == "__dict__" and isinstance(owner.value, cst.Name):
-                held = state.values.get(owner.value.value)
+            if owner.attr == "__dict__" and isinstance(owner.value, ast.Name):
+                held = state.values.get(owner.value.id)
                 if held is not None and held.shallow_copy:
-                    state.values[owner.value.value] = dataclasses.replace(held, shallow_copy=False)
-        if isinstance(node.func, cst.Attribute) and receiver is not None:
-            name = node.func.attr.value
+                    state.values[owner.value.id] = dataclasses.replace(held, shallow_copy=False)
+        if isinstance(node.func, ast.Attribute) and receiver is not None:
+            name = node.func.attr
             if receiver.sentinel_part and name in MUTATING_METHODS:
                 self._record_mutation(node, node.func.value, state, receiver)
                 return UNTRACKED
             contained = self._container_method(node, name, receiver, args, state)
             if contained is not None:
                 return contained
-        if callee == "getattr" and len(node.args) >= 2 and isinstance(node.args[1].value, cst.SimpleString):
-            field_name = node.args[1].value.evaluated_value
+        if callee == "getattr" and len(arguments) >= 2 and isinstance(arguments[1].value, ast.Constant):
+            field_name = arguments[1].value.value
             if isinstance(field_name, str) and self.invariants.of_field(field_name):
                 value = self._member_value(args[0], field_name, None, node, state)
                 if len(args) >= 3 and args[2].nullness is not Nullness.NONE:
@@ -528,7 +594,7 @@ class Expressions:
         return self._container_builtin(callee, args)
 
     def _container_method(
-        self, node: cst.Call, name: str, receiver: Value, args: list[Value], state: NullnessState
+        self, node: ast.Call, name: str, receiver: Value, args: list[Value], state: NullnessState
     ) -> Value | None:
         none = Value(Nullness.NONE)
         if name in ("get", "pop") and receiver.item is not None:
@@ -542,7 +608,7 @@ class Expressions:
         if name == "items" and receiver.item is not None:
             return Value(Nullness.NOT_NONE, element=Value(Nullness.NOT_NONE, parts=(UNTRACKED, receiver.item)))
         if name in ("append", "add", "extend", "insert") and receiver.local_container:
-            key = ref_key(node.func.value) if isinstance(node.func, cst.Attribute) else None
+            key = ref_key(node.func.value) if isinstance(node.func, ast.Attribute) else None
             if key is not None and args:
                 added = args[-1].element if name == "extend" else args[-1]
                 if added is not None:
@@ -575,11 +641,11 @@ class Expressions:
                 return Value(Nullness.NOT_NONE, element=joined)
         return None
 
-    def _declared_call(self, node: cst.Call, callee: str | None, receiver: Value | None) -> Value:
+    def _declared_call(self, node: ast.Call, callee: str | None, receiver: Value | None) -> Value:
         """The value of a call from the callee's declaration; the name-based index when the receiver is unknown."""
         decl = None
-        if isinstance(node.func, cst.Attribute) and receiver is not None and receiver.cls:
-            decl = self.index.method(receiver.cls, node.func.attr.value)
+        if isinstance(node.func, ast.Attribute) and receiver is not None and receiver.cls:
+            decl = self.index.method(receiver.cls, node.func.attr)
         elif callee is not None:
             decl = self.index.function(callee, self.module_name)
             constructed = self.index.class_named(callee, self.module_name) if decl is None else None
@@ -602,29 +668,27 @@ class Expressions:
                          invariant=invariant)
         return UNTRACKED
 
-    def _declared_origin(self, node: cst.Call, payload: str = "") -> str:
+    def _declared_origin(self, node: ast.Call, payload: str = "") -> str:
         name = payload.rpartition(".")[2] or "the payload class"
         return f"`{self._code(node.func)}()`, declared `-> {name} | None`"
 
-    def _expr_BinaryOperation(self, node: cst.BinaryOperation, state: NullnessState) -> Value:
+    def _expr_BinOp(self, node: ast.BinOp, state: NullnessState) -> Value:
         left = self._eval(node.left, state)
         right = self._eval(node.right, state)
-        operator = self.module.code_for_node(node.operator).strip()
+        operator = operator_text(node.op)
         self._sink(node.left, left, f"`{operator}`", node, state)
         self._sink(node.right, right, f"`{operator}`", node, state)
         if left.payload or right.payload:
             return FRESH
         return UNTRACKED
 
-    def _expr_UnaryOperation(self, node: cst.UnaryOperation, state: NullnessState) -> Value:
-        value = self._eval(node.expression, state)
-        if not isinstance(node.operator, cst.Not):
-            self._sink(
-                node.expression, value, f"unary `{self.module.code_for_node(node.operator).strip()}`", node, state
-            )
+    def _expr_UnaryOp(self, node: ast.UnaryOp, state: NullnessState) -> Value:
+        value = self._eval(node.operand, state)
+        if not isinstance(node.op, ast.Not):
+            self._sink(node.operand, value, f"unary `{operator_text(node.op)}`", node, state)
         return UNTRACKED
 
-    def _quiet_eval(self, node: cst.BaseExpression, state: NullnessState) -> Value:
+    def _quiet_eval(self, node: ast.expr, state: NullnessState) -> Value:
         """Evaluate for the value only: no sites, no effect on the state."""
         recording, self.recording = self.recording, False
         try:
@@ -637,50 +701,61 @@ class Expressions:
         """Make `state` (which callers hold) equal to `other`, in place."""
         state.values, state.paths, state.reachable = other.values, other.paths, other.reachable
 
-    def _expr_BooleanOperation(self, node: cst.BooleanOperation, state: NullnessState) -> Value:
-        # the value of a nested `a and b and ...` is no reference: evaluating it twice at every level is
-        # quadratic in the chain's length, for nothing
-        left = UNTRACKED if isinstance(node.left, cst.BooleanOperation) else self._quiet_eval(node.left, state)
-        left_true, left_false = self._narrow(node.left, state.copy(), "and/or")
-        if isinstance(node.operator, cst.And):
-            right = self._eval(node.right, left_true)
+    def _expr_BoolOp(self, node: ast.BoolOp, state: NullnessState) -> Value:
+        # `a and b and c` is one node: it is evaluated as `(a and b) and c`, its last value in the state where
+        # the ones before it are all true (`and`) or all false (`or`), narrowed left to right as `_narrow` does.
+        # The value of the part before the last is no reference when it has two values or more (or is itself
+        # an `and`/`or`): evaluating it twice at every level is quadratic in the chain's length, for nothing.
+        first, last = node.values[0], node.values[-1]
+        left = UNTRACKED if len(node.values) > 2 or isinstance(first, ast.BoolOp) else self._quiet_eval(first, state)
+        conjunction = isinstance(node.op, ast.And)
+        left_true, left_false = self._narrow(first, state.copy(), "and/or")
+        for middle in node.values[1:-1]:
+            if conjunction:
+                middle_true, middle_false = self._narrow(middle, left_true, "and/or")
+                left_true, left_false = middle_true, self.join(left_false, middle_false)
+            else:
+                middle_true, middle_false = self._narrow(middle, left_false, "and/or")
+                left_true, left_false = self.join(left_true, middle_true), middle_false
+        if conjunction:
+            right = self._eval(last, left_true)
             self._become(state, self.join(left_false, left_true))
             if left.may_be_none or not left.tracked:
                 return join_values(left, right)
             return right
-        right = self._eval(node.right, left_false)
+        right = self._eval(last, left_false)
         self._become(state, self.join(left_true, left_false))
         truthy_left = dataclasses.replace(left, nullness=Nullness.NOT_NONE) if left.tracked else FRESH
         if right.nullness is Nullness.NOT_NONE:
             return dataclasses.replace(
                 join_values(truthy_left, right),
                 nullness=Nullness.NOT_NONE,
-                guard=f"`or {self._code(node.right)}` default",
+                guard=f"`or {self._code(last)}` default",
             )
         return join_values(truthy_left, right)
 
-    def _expr_Comparison(self, node: cst.Comparison, state: NullnessState) -> Value:
+    def _expr_Compare(self, node: ast.Compare, state: NullnessState) -> Value:
         self._eval(node.left, state)
-        for comparison in node.comparisons:
-            right = self._eval(comparison.comparator, state)
-            if isinstance(comparison.operator, (cst.In, cst.NotIn)):
-                self._sink(comparison.comparator, right, "`in`", comparison.comparator, state)
+        for operator, comparator in zip(node.ops, node.comparators):
+            right = self._eval(comparator, state)
+            if isinstance(operator, (ast.In, ast.NotIn)):
+                self._sink(comparator, right, "`in`", comparator, state)
         return FRESH
 
-    def _expr_IfExp(self, node: cst.IfExp, state: NullnessState) -> Value:
+    def _expr_IfExp(self, node: ast.IfExp, state: NullnessState) -> Value:
         true_state, false_state = self._narrow(node.test, state.copy(), "conditional expression")
         body = self._eval(node.body, true_state)
         orelse = self._eval(node.orelse, false_state)
         self._become(state, self.join(true_state, false_state))
         return join_values(body, orelse)
 
-    def _expr_NamedExpr(self, node: cst.NamedExpr, state: NullnessState) -> Value:
+    def _expr_NamedExpr(self, node: ast.NamedExpr, state: NullnessState) -> Value:
         value = self._eval(node.value, state)
         self._assign(node.target, value, state, node.value)
         return value
 
-    def _expr_Lambda(self, node: cst.Lambda, state: NullnessState) -> Value:
-        self._eval_defaults(node.params, state)
+    def _expr_Lambda(self, node: ast.Lambda, state: NullnessState) -> Value:
+        self._eval_defaults(node.args, state)
         if self.recording:
             self.pending.append((node, self._nested_scope(f"{self.scope.qualname}.<lambda>", state)))
         return FRESH
@@ -696,49 +771,50 @@ class Expressions:
         )
         return dataclasses.replace(self.scope, qualname=qualname, captured=captured, producer=producer)
 
-    def _eval_defaults(self, params: cst.Parameters, state: NullnessState) -> None:
+    def _eval_defaults(self, params: ast.arguments, state: NullnessState) -> None:
         """Default values are evaluated where the function is defined."""
-        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        for param in parameters(params):
             if param.default is not None:
                 self._eval(param.default, state)
 
     def _comprehension(
-        self, node: cst.BaseComp | cst.DictComp, state: NullnessState, results: Sequence[cst.BaseExpression]
+        self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp, state: NullnessState,
+        results: Sequence[ast.expr],
     ) -> Value:
         inner = state.copy()
-        comp: cst.CompFor | None = node.for_in
-        while comp is not None:
+        for comp in node.generators:
             iterable = self._eval(comp.iter, inner)
             self._sink(comp.iter, iterable, "iteration", comp.iter, inner)
             self._assign(comp.target, iterable.element or UNTRACKED, inner, None)
             for condition in comp.ifs:
-                inner, _ = self._narrow(condition.test, inner, "comprehension condition")
-            comp = comp.inner_for_in
+                inner, _ = self._narrow(condition, inner, "comprehension condition")
         values = [self._eval(result, inner) for result in results]
         element = dataclasses.replace(values[-1], kv_source=False) if values[-1].tracked else None
-        if isinstance(node, cst.DictComp):
+        if isinstance(node, ast.DictComp):
             return Value(Nullness.NOT_NONE, item=element, local_container=True)
         return Value(Nullness.NOT_NONE, element=element, item=element, local_container=True)
 
-    def _expr_ListComp(self, node: cst.ListComp, state: NullnessState) -> Value:
+    def _expr_ListComp(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp, state: NullnessState) -> Value:
         return self._comprehension(node, state, [node.elt])
 
     _expr_SetComp = _expr_ListComp
     _expr_GeneratorExp = _expr_ListComp
 
-    def _expr_DictComp(self, node: cst.DictComp, state: NullnessState) -> Value:
+    def _expr_DictComp(self, node: ast.DictComp, state: NullnessState) -> Value:
         return self._comprehension(node, state, [node.key, node.value])
 
-    def _elements(self, node: cst.Tuple | cst.List | cst.Set, state: NullnessState) -> Value:
+    def _elements(self, node: ast.Tuple | ast.List | ast.Set, state: NullnessState) -> Value:
         values = []
         starred = False
-        for element in node.elements:
-            value = self._eval(element.value, state)
-            if isinstance(element, cst.StarredElement):
+        for element in node.elts:
+            if isinstance(element, ast.Starred):
+                value = self._eval(element.value, state)
                 starred = True
                 self._sink(element.value, value, "`*` unpacking", element.value, state)
+            else:
+                value = self._eval(element, state)
             values.append(value)
-        if isinstance(node, cst.Tuple) and not starred:
+        if isinstance(node, ast.Tuple) and not starred:
             return Value(Nullness.NOT_NONE, parts=tuple(values))
         tracked = [dataclasses.replace(v, kv_source=False) for v in values if v.tracked]
         element = tracked[0] if tracked else None
@@ -752,28 +828,29 @@ class Expressions:
     _expr_List = _elements
     _expr_Set = _elements
 
-    def _expr_Dict(self, node: cst.Dict, state: NullnessState) -> Value:
+    def _expr_Dict(self, node: ast.Dict, state: NullnessState) -> Value:
         item: Value | None = None
         unknown = False
-        for element in node.elements:
-            if isinstance(element, cst.DictElement):
-                self._eval(element.key, state)
-                value = self._eval(element.value, state)
+        for key, element in zip(node.keys, node.values):
+            if key is not None:
+                self._eval(key, state)
+                value = self._eval(element, state)
                 if value.tracked:
                     value = dataclasses.replace(value, kv_source=False)
                     item = join_values(item, value) if item is not None else value
-            else:
+            else:  # `**x`
                 unknown = True
-                value = self._eval(element.value, state)
-                self._sink(element.value, value, "`**` unpacking", element.value, state)
+                value = self._eval(element, state)
+                self._sink(element, value, "`**` unpacking", element, state)
         return Value(Nullness.NOT_NONE, item=None if unknown else item, local_container=not unknown)
 
-    def _expr_Yield(self, node: cst.Yield, state: NullnessState) -> Value:
+    def _expr_Yield(self, node: ast.Yield | ast.YieldFrom, state: NullnessState) -> Value:
         if node.value is not None:
-            inner = node.value.item if isinstance(node.value, cst.From) else node.value
-            self._eval(inner, state)
-            self._hand_on([inner], state)
+            self._eval(node.value, state)
+            self._hand_on([node.value], state)
         return UNTRACKED
+
+    _expr_YieldFrom = _expr_Yield
 
 
 def _payload_of(declared: TypeRef) -> str:

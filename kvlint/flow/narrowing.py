@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-import libcst as cst
+import ast
 
 from kvlint.flow.state import (
     Nullness,
@@ -16,6 +16,7 @@ from kvlint.flow.state import (
     unreachable,
 )
 from kvlint.flow.syntax import (
+    call_arguments,
     dotted_name,
     is_none_literal,
     ref_key,
@@ -63,27 +64,31 @@ class Narrowing:
             result = self.join(result, item)
         return result
 
-    def _narrow(self, test: cst.BaseExpression, state: NullnessState, how: str) -> tuple[NullnessState, NullnessState]:
+    def _narrow(self, test: ast.expr, state: NullnessState, how: str) -> tuple[NullnessState, NullnessState]:
         """Evaluate a condition; return the states where it is true and false."""
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            true_state, false_state = self._narrow(test.expression, state, how)
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            true_state, false_state = self._narrow(test.operand, state, how)
             return false_state, true_state
-        if isinstance(test, cst.BooleanOperation):
-            left_true, left_false = self._narrow(test.left, state, how)
-            if isinstance(test.operator, cst.And):
-                right_true, right_false = self._narrow(test.right, left_true, how)
-                return right_true, self.join(left_false, right_false)
-            right_true, right_false = self._narrow(test.right, left_false, how)
-            return self.join(left_true, right_true), right_false
-        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        if isinstance(test, ast.BoolOp):
+            # n-ary: `a and b and c` narrows as `(a and b) and c` (left to right)
+            left_true, left_false = self._narrow(test.values[0], state, how)
+            for right in test.values[1:]:
+                if isinstance(test.op, ast.And):
+                    right_true, right_false = self._narrow(right, left_true, how)
+                    left_true, left_false = right_true, self.join(left_false, right_false)
+                else:
+                    right_true, right_false = self._narrow(right, left_false, how)
+                    left_true, left_false = self.join(left_true, right_true), right_false
+            return left_true, left_false
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
             narrowed = self._narrow_none_comparison(test, state)
             if narrowed is not None:
                 return narrowed
-        if isinstance(test, cst.Call):
+        if isinstance(test, ast.Call):
             narrowed = self._narrow_call(test, state, how)
             if narrowed is not None:
                 return narrowed
-        if isinstance(test, cst.NamedExpr):
+        if isinstance(test, ast.NamedExpr):
             self._eval(test, state)
             return self._narrow_truthy(test.target, state, how)
         key = ref_key(test)
@@ -94,7 +99,7 @@ class Narrowing:
         return state, state.copy()
 
     def _narrow_truthy(
-        self, node: cst.BaseExpression, state: NullnessState, how: str
+        self, node: ast.expr, state: NullnessState, how: str
     ) -> tuple[NullnessState, NullnessState]:
         key = ref_key(node)
         true_state, false_state = state, state.copy()
@@ -120,19 +125,19 @@ class Narrowing:
         if value.connector_output and self._known_empty(owner, value, state):
             state.values[owner] = dataclasses.replace(value, empty=True)
 
-    def _condition_of(self, test: cst.BaseExpression, state: NullnessState) -> tuple[object, ...] | None:
+    def _condition_of(self, test: ast.expr, state: NullnessState) -> tuple[object, ...] | None:
         """What a boolean assigned from `test` remembers: `use_kv = has_kv_transfer_group()`, `ok = x is not None`."""
-        invariants = self.invariants.with_guard(self._resolve(test.func, state)) if isinstance(test, cst.Call) else ()
+        invariants = self.invariants.with_guard(self._resolve(test.func, state)) if isinstance(test, ast.Call) else ()
         if invariants:
             callee = self._resolve(test.func, state) or "?"
             return ("path", invariants, f"`{callee.rpartition('.')[2]}()` is true here")
-        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-            comparison = test.comparisons[0]
-            if isinstance(comparison.operator, (cst.Is, cst.IsNot)) and is_none_literal(comparison.comparator):
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            operator = test.ops[0]
+            if isinstance(operator, (ast.Is, ast.IsNot)) and is_none_literal(test.comparators[0]):
                 key = ref_key(test.left)
                 held = state.values.get(key) if key else None
                 if key is not None and held is not None and held.tracked:
-                    return ("not-none" if isinstance(comparison.operator, cst.IsNot) else "none", key, held)
+                    return ("not-none" if isinstance(operator, ast.IsNot) else "none", key, held)
         return None
 
     def _apply_condition(
@@ -153,24 +158,24 @@ class Narrowing:
         return True
 
     def _narrow_none_comparison(
-        self, test: cst.Comparison, state: NullnessState
+        self, test: ast.Compare, state: NullnessState
     ) -> tuple[NullnessState, NullnessState] | None:
-        comparison = test.comparisons[0]
-        operator = comparison.operator
-        if isinstance(operator, (cst.Is, cst.Equal)):
+        operator = test.ops[0]
+        comparator = test.comparators[0]
+        if isinstance(operator, (ast.Is, ast.Eq)):
             positive = True
-        elif isinstance(operator, (cst.IsNot, cst.NotEqual)):
+        elif isinstance(operator, (ast.IsNot, ast.NotEq)):
             positive = False
         else:
             return None
-        if is_none_literal(comparison.comparator):
+        if is_none_literal(comparator):
             subject = test.left
         elif is_none_literal(test.left):
-            subject = comparison.comparator
+            subject = comparator
         else:
             return None
         self._eval(subject, state)
-        if isinstance(subject, cst.NamedExpr):
+        if isinstance(subject, ast.NamedExpr):
             subject = subject.target
         key = ref_key(subject)
         is_none, not_none = state, state.copy()
@@ -180,7 +185,7 @@ class Narrowing:
         return (is_none, not_none) if positive else (not_none, is_none)
 
     def _narrow_call(
-        self, test: cst.Call, state: NullnessState, how: str
+        self, test: ast.Call, state: NullnessState, how: str
     ) -> tuple[NullnessState, NullnessState] | None:
         callee = self._resolve(test.func, state)
         invariants = self.invariants.with_guard(callee)
@@ -194,7 +199,8 @@ class Narrowing:
                 true_state.set_path(invariant, PathFact.ON, f"`{name}()` is true here")
                 false_state.set_path(invariant, PathFact.OFF)
             return true_state, false_state
-        if isinstance(test.func, cst.Attribute) and test.func.attr.value == "is_empty" and not test.args:
+        arguments = call_arguments(test)
+        if isinstance(test.func, ast.Attribute) and test.func.attr == "is_empty" and not arguments:
             key = ref_key(test.func.value)
             self._eval(test, state)
             true_state, false_state = state, state.copy()
@@ -204,10 +210,10 @@ class Narrowing:
                     true_state.values[key] = dataclasses.replace(value, nullness=Nullness.NOT_NONE, empty=True)
                     false_state.values[key] = dataclasses.replace(value, nullness=Nullness.NOT_NONE)
             return true_state, false_state
-        if callee in ("isinstance", "bool") and test.args and not test.args[0].star:
+        if callee in ("isinstance", "bool") and arguments and not arguments[0].star:
             self._eval(test, state)
-            subject = test.args[0].value
-            if isinstance(subject, cst.NamedExpr):
+            subject = arguments[0].value
+            if isinstance(subject, ast.NamedExpr):
                 subject = subject.target
             key = ref_key(subject)
             true_state, false_state = state, state.copy()
@@ -220,11 +226,12 @@ class Narrowing:
             return true_state, false_state
         return None
 
-    def _isinstance_class(self, test: cst.Call) -> str:
+    def _isinstance_class(self, test: ast.Call) -> str:
         """The tree's class `isinstance(x, C)` narrows to ("" for a tuple or a class the tree lacks)."""
-        if len(test.args) < 2:
+        arguments = call_arguments(test)
+        if len(arguments) < 2:
             return ""
-        spelled = dotted_name(test.args[1].value)
+        spelled = dotted_name(arguments[1].value)
         decl = self.index.class_named(self.imports.resolve_dotted(spelled), self.module_name) if spelled else None
         return decl.qualname if decl is not None else ""
 

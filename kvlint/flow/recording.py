@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
-
-import libcst as cst
 
 from kvlint.flow.state import (
     Nullness,
     NullnessState,
     Value,
 )
-from kvlint.flow.syntax import (
-    is_none_literal,
-    one_line,
-)
+from kvlint.flow.syntax import Argument, call_arguments, is_none_literal, one_line
 from kvlint.sites import DerefTarget, SentinelUseKind, Site, SiteKind, Span
 
 
@@ -48,14 +44,19 @@ def _candidates(
 class Recording:
     """Record sites; mixed into `FlowAnalysis`."""
 
-    def _span(self, node: cst.CSTNode) -> Span:
+    def _span(self, node: ast.AST) -> Span:
         return self.span_of(node)
 
-    def _code(self, node: cst.CSTNode) -> str:
-        return one_line(self.module.code_for_node(node))
+    def _code(self, node: ast.AST) -> str:
+        """The node's source as a message shows it (one line, no comments, shortened)."""
+        return one_line(self.source_of(node))
+
+    def _source(self, node: ast.AST) -> str:
+        """The node's source text as written."""
+        return self.source_of(node)
 
     def _record(
-        self, kind: SiteKind, node: cst.CSTNode, state: NullnessState | None = None, invariant: str = "",
+        self, kind: SiteKind, node: ast.AST, state: NullnessState | None = None, invariant: str = "",
         **facts: object,
     ) -> tuple[object, ...] | None:
         """Record a site of `invariant` (the first one when not known) and return its key; with `state`,
@@ -87,7 +88,7 @@ class Recording:
         return key
 
     def _sink(
-        self, operand: cst.BaseExpression, value: Value, sink: str, at: cst.CSTNode, state: NullnessState
+        self, operand: ast.expr, value: Value, sink: str, at: ast.AST, state: NullnessState
     ) -> None:
         """Record a dereference of a tracked value (KVC001/KVC005 read these)."""
         if not (value.connector_output or value.payload):
@@ -108,7 +109,7 @@ class Recording:
         )
 
     def _record_mutation(
-        self, target: cst.CSTNode, receiver: cst.BaseExpression, state: NullnessState, value: Value | None = None
+        self, target: ast.AST, receiver: ast.expr, state: NullnessState, value: Value | None = None
     ) -> None:
         """KVC004; `value`, the receiver's, tells a member of the sentinel (or of a shallow copy) from itself."""
         member = ""
@@ -124,18 +125,19 @@ class Recording:
             state=state,
         )
 
-    def _mutated_invariant(self, target: cst.CSTNode, value: Value | None) -> str:
+    def _mutated_invariant(self, target: ast.AST, value: Value | None) -> str:
         """The invariant a mutation of the sentinel speaks for: the field it sets, else the first whose
         sentinel it is (one finding, however many invariants share the sentinel)."""
-        if isinstance(target, cst.Attribute) and self.invariants.of_field(target.attr.value):
-            return self.invariants.of_field(target.attr.value)
+        if isinstance(target, ast.Attribute) and self.invariants.of_field(target.attr):
+            return self.invariants.of_field(target.attr)
         return value.sentinel_of[0] if value is not None and value.sentinel_of else ""
 
-    def _record_output_construction(self, node: cst.Call, state: NullnessState) -> list[tuple[object, ...]]:
+    def _record_output_construction(self, node: ast.Call, state: NullnessState) -> list[tuple[object, ...]]:
         """Record `ModelRunnerOutput(...)` once per invariant whose output class it is; return the keys of
         the sites where it is built without that invariant's connector output."""
         callee = self._resolve(node.func, state)
-        positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
+        arguments = call_arguments(node)
+        positional = [arg for arg in arguments if arg.keyword is None and not arg.star]
         fields = self._positional_fields(node) if positional else ()
         bare = []
         for invariant in self.invariants.with_output_class(callee) or self.invariant_names[:1]:
@@ -149,10 +151,10 @@ class Recording:
                 elif carried is not False:
                     argument = self._code(carried)
                     carries = not is_none_literal(carried)
-            for arg in node.args:
+            for arg in arguments:
                 if arg.star:
                     carries = None
-                elif arg.keyword is not None and arg.keyword.value in optional_fields:
+                elif arg.keyword is not None and arg.keyword in optional_fields:
                     argument = self._code(arg.value)
                     carries = not is_none_literal(arg.value)
                     break
@@ -168,7 +170,7 @@ class Recording:
                 bare.append(key)
         return bare
 
-    def _positional_fields(self, node: cst.Call) -> tuple[str, ...] | None:
+    def _positional_fields(self, node: ast.Call) -> tuple[str, ...] | None:
         """The constructed class's positional field order; None when it is not known (a class outside the tree)."""
         callee = self._resolve(node.func, NullnessState()) or ""
         decl = self.index.class_named(callee, self.module_name)
@@ -176,8 +178,8 @@ class Recording:
 
     @staticmethod
     def _positional_field(
-        positional: list[cst.Arg], fields: tuple[str, ...] | None, optional_fields: tuple[str, ...]
-    ) -> cst.BaseExpression | bool | None:
+        positional: list[Argument], fields: tuple[str, ...] | None, optional_fields: tuple[str, ...]
+    ) -> ast.expr | bool | None:
         """The argument a positional call passes for the connector output: False when the positions stop
         before it, None when the class's field order is not known."""
         if fields is None:

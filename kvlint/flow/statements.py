@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-import libcst as cst
+import ast
 
 from kvlint.annotations import AnnotationKind
 from kvlint.flow.recording import site_invariant
@@ -22,11 +22,13 @@ from kvlint.flow.state import (
     unreachable,
 )
 from kvlint.flow.syntax import (
+    call_arguments,
     dotted_name,
     _is_false_literal,
     _is_none_pattern,
     _is_true_literal,
     _pattern_names,
+    operator_text,
     ref_key,
 )
 from kvlint.names import matches
@@ -64,39 +66,39 @@ class Statements:
             del state.values[existing]
 
     def _assign(
-        self, target: cst.BaseExpression, value: Value, state: NullnessState, value_node: cst.CSTNode | None
+        self, target: ast.expr, value: Value, state: NullnessState, value_node: ast.AST | None
     ) -> None:
-        if isinstance(target, cst.Name):
-            source = ref_key(value_node) if isinstance(value_node, (cst.Attribute, cst.Subscript)) else None
+        if isinstance(target, ast.Name):
+            source = ref_key(value_node) if isinstance(value_node, (ast.Attribute, ast.Subscript)) else None
             if value.kv_source and source is not None and source.startswith("self."):
                 value = dataclasses.replace(value, held_by=source)  # still stored on `self` as long as that stays
-            declared = self.declared_names.get(target.value)
+            declared = self.declared_names.get(target.id)
             if declared is not None and value.nullness is Nullness.UNKNOWN and not value.tracked:
                 # a value of unknown type takes the declared type, without its None (mypy: `X | Any`); a path
                 # that left the name None still joins in as maybe None
                 value = dataclasses.replace(declared, nullness=Nullness.NOT_NONE, guard="")
             if (
                 self.scope.qualname == "<module>"
-                and target.value not in self.imports.bindings
-                and matches(target.value, self.invariants.empty_sentinels)
+                and target.id not in self.imports.bindings
+                and matches(target.id, self.invariants.empty_sentinels)
             ):
-                value = dataclasses.replace(self._sentinel_value(target.value), origin=f"`{target.value}`")
+                value = dataclasses.replace(self._sentinel_value(target.id), origin=f"`{target.id}`")
             elif value.sentinel and value_node is not None:
                 self._record(
                     SiteKind.SENTINEL_USE,
                     target,
                     invariant=value.sentinel_of[0] if value.sentinel_of else "",
                     sentinel_use=SentinelUseKind.ALIASED,
-                    expression=f"{target.value} = {self._code(value_node)}",
+                    expression=f"{target.id} = {self._code(value_node)}",
                     state=state,
                 )
-            self._bind(target.value, value, state)
-        elif isinstance(target, cst.Attribute):
+            self._bind(target.id, value, state)
+        elif isinstance(target, ast.Attribute):
             receiver = self._eval(target.value, state)
-            self._sink(target.value, receiver, f"attribute assignment `.{target.attr.value}`", target, state)
+            self._sink(target.value, receiver, f"attribute assignment `.{target.attr}`", target, state)
             if receiver.sentinel:
                 self._record_mutation(target, target.value, state, receiver)
-            invariant = self.invariants.of_field(target.attr.value)
+            invariant = self.invariants.of_field(target.attr)
             if invariant:
                 self._attach(target.value, receiver, value, state, invariant)
                 self._record(
@@ -112,13 +114,13 @@ class Statements:
             key = ref_key(target)
             if key is not None:
                 payload_fields = self.invariants.payload_fields_of(receiver.invariant)
-                if receiver.connector_output and target.attr.value in payload_fields:
+                if receiver.connector_output and target.attr in payload_fields:
                     value = dataclasses.replace(
                         value, payload=value.payload or value.nullness is not Nullness.UNKNOWN,
                         invariant=value.invariant or receiver.invariant,
                     )
                 self._bind(key, value, state)
-        elif isinstance(target, cst.Subscript):
+        elif isinstance(target, ast.Subscript):
             receiver = self._eval(target.value, state)
             self._sink(target.value, receiver, "subscript assignment", target, state)
             if receiver.sentinel or receiver.sentinel_part:
@@ -131,29 +133,29 @@ class Statements:
             key = ref_key(target)
             if key is not None:
                 self._invalidate(key, state)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            if value_node is not None and isinstance(value_node, cst.BaseExpression):
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if value_node is not None and isinstance(value_node, ast.expr):
                 self._sink(value_node, value, "unpacking", value_node, state)
-            elements = target.elements
-            starred = any(isinstance(e, cst.StarredElement) for e in elements)
+            elements = target.elts
+            starred = any(isinstance(e, ast.Starred) for e in elements)
             parts = value.parts if value.parts is not None else self._named_tuple_parts(value, value_node)
             parts = parts if parts is not None and len(parts) == len(elements) else None
             for number, element in enumerate(elements):
-                inner = element.value
+                inner = element.value if isinstance(element, ast.Starred) else element
                 if parts is not None and not starred:
                     self._assign(inner, parts[number], state, None)
                 elif value.element is not None:  # unpacking a container: each target is one of its elements
-                    whole = isinstance(element, cst.StarredElement)
+                    whole = isinstance(element, ast.Starred)
                     each = Value(Nullness.NOT_NONE, element=value.element) if whole else value.element
                     self._assign(inner, each, state, None)
                 else:
                     self._assign(inner, UNTRACKED, state, None)
-        elif isinstance(target, cst.StarredElement):
+        elif isinstance(target, ast.Starred):
             self._assign(target.value, value, state, None)
         else:
             self._eval(target, state)
 
-    def _named_tuple_parts(self, value: Value, value_node: cst.CSTNode | None) -> tuple[Value, ...] | None:
+    def _named_tuple_parts(self, value: Value, value_node: ast.AST | None) -> tuple[Value, ...] | None:
         """Unpacking an instance of a NamedTuple of the tree: its fields, as its class declares them
         (`(..., ec_connector_output, ...) = self.execute_model_state` reads the step state's field)."""
         if not value.cls or value.nullness is not Nullness.NOT_NONE:
@@ -169,7 +171,7 @@ class Statements:
             self._declared_attribute(value, name, f"`{whole}.{name}`") or UNTRACKED for name in fields
         )
 
-    def _declare(self, name: str, annotation: cst.BaseExpression) -> None:
+    def _declare(self, name: str, annotation: ast.expr) -> None:
         """Remember what a name is declared to hold: an assignment of a value kvlint cannot type takes it."""
         declared = self._annotation_value(annotation, f"declared `{self._code(annotation)}`")
         if declared is not None and (declared.tracked or declared.cls):
@@ -178,7 +180,7 @@ class Statements:
             self.declared_names.pop(name, None)
 
     def _attach(
-        self, node: cst.BaseExpression, receiver: Value, value: Value, state: NullnessState, invariant: str
+        self, node: ast.expr, receiver: Value, value: Value, state: NullnessState, invariant: str
     ) -> None:
         """`out.kv_connector_output = v`: an output built without it, or a copy of the sentinel, now has it."""
         if value.nullness is Nullness.NONE:
@@ -194,14 +196,11 @@ class Statements:
             )
 
     @staticmethod
-    def _suite(body: cst.BaseSuite) -> Sequence[cst.CSTNode]:
-        if isinstance(body, cst.IndentedBlock):
-            return body.body
-        if isinstance(body, cst.SimpleStatementSuite):
-            return body.body
-        return ()
+    def _suite(body: Sequence[ast.stmt]) -> Sequence[ast.stmt]:
+        """A body is already a list of statements with `ast` (kept for the callers)."""
+        return body
 
-    def _block(self, statements: Sequence[cst.CSTNode], state: NullnessState) -> NullnessState:
+    def _block(self, statements: Sequence[ast.AST], state: NullnessState) -> NullnessState:
         """Run statements in order; mutates and returns the state."""
         for statement in statements:
             if not state.reachable:
@@ -209,25 +208,23 @@ class Statements:
             state = self._statement(statement, state)
         return state
 
-    def _statement(self, node: cst.CSTNode, state: NullnessState) -> NullnessState:
-        if isinstance(node, cst.SimpleStatementLine):
-            return self._block(node.body, state)
+    def _statement(self, node: ast.AST, state: NullnessState) -> NullnessState:
         handler = getattr(self, f"_stmt_{type(node).__name__}", None)
         if handler is not None:
             return handler(node, state)
-        if isinstance(node, cst.BaseExpression):
+        if isinstance(node, ast.expr):
             self._eval(node, state)
         return state
 
-    def _stmt_Expr(self, node: cst.Expr, state: NullnessState) -> NullnessState:
+    def _stmt_Expr(self, node: ast.Expr, state: NullnessState) -> NullnessState:
         value = self._eval(node.value, state)
         return unreachable() if value.never_returns else state
 
-    def _stmt_Assign(self, node: cst.Assign, state: NullnessState) -> NullnessState:
+    def _stmt_Assign(self, node: ast.Assign, state: NullnessState) -> NullnessState:
         value = self._eval(node.value, state)
-        targets = [target.target for target in node.targets]
+        targets = list(node.targets)
         self._hand_on([node.value], state)  # merged into, stored in or aliased by the targets: not dropped
-        if len(targets) == 1 and isinstance(targets[0], cst.Name):
+        if len(targets) == 1 and isinstance(targets[0], ast.Name):
             condition = self._condition_of(node.value, state)
             if condition is not None:
                 value = dataclasses.replace(FRESH, condition=condition)
@@ -235,30 +232,30 @@ class Statements:
             self._assign(target, value, state, node.value)
         return state
 
-    def _stmt_AnnAssign(self, node: cst.AnnAssign, state: NullnessState) -> NullnessState:
+    def _stmt_AnnAssign(self, node: ast.AnnAssign, state: NullnessState) -> NullnessState:
         if node.value is not None:
             self._hand_on([node.value], state)  # names only: evaluation order does not matter here
-        kind = self._classify(node.annotation.annotation)
-        if isinstance(node.target, cst.Name):
-            self._declare(node.target.value, node.annotation.annotation)
-        if kind is None and node.value is not None and isinstance(node.target, cst.Name):
-            declared = self._annotation_value(node.annotation.annotation, f"`{node.target.value}`")
+        kind = self._classify(node.annotation)
+        if isinstance(node.target, ast.Name):
+            self._declare(node.target.id, node.annotation)
+        if kind is None and node.value is not None and isinstance(node.target, ast.Name):
+            declared = self._annotation_value(node.annotation, f"`{node.target.id}`")
             value = self._eval(node.value, state)
             if declared is not None and value.nullness is Nullness.UNKNOWN and not value.tracked:
                 value = dataclasses.replace(declared, kv_source=False)
             self._assign(node.target, value, state, node.value)
             return state
-        declared_payload = self._annotation_value(node.annotation.annotation, "") if kind is not None else None
+        declared_payload = self._annotation_value(node.annotation, "") if kind is not None else None
         invariant = declared_payload.invariant if declared_payload is not None else ""
         if node.value is None:
-            if kind is AnnotationKind.OPTIONAL_PAYLOAD and isinstance(node.target, cst.Name):
+            if kind is AnnotationKind.OPTIONAL_PAYLOAD and isinstance(node.target, ast.Name):
                 self._bind(
-                    node.target.value,
+                    node.target.id,
                     Value(
                         Nullness.MAYBE_NONE,
                         connector_output=True,
                         evidence=True,
-                        origin=f"declared `{self._code(node.annotation.annotation)}`",
+                        origin=f"declared `{self._code(node.annotation)}`",
                         invariant=invariant,
                     ),
                     state,
@@ -271,7 +268,7 @@ class Statements:
                     value,
                     connector_output=True,
                     evidence=True,
-                    origin=value.origin or f"declared `{self._code(node.annotation.annotation)}`",
+                    origin=value.origin or f"declared `{self._code(node.annotation)}`",
                     invariant=value.invariant or invariant,
                 )
         elif kind is AnnotationKind.PAYLOAD and value.nullness is Nullness.UNKNOWN:
@@ -279,19 +276,19 @@ class Statements:
         self._assign(node.target, value, state, node.value)
         return state
 
-    def _stmt_AugAssign(self, node: cst.AugAssign, state: NullnessState) -> NullnessState:
-        target_value = self._eval(node.target, state) if not isinstance(node.target, cst.Attribute) else None
-        if isinstance(node.target, cst.Attribute):
+    def _stmt_AugAssign(self, node: ast.AugAssign, state: NullnessState) -> NullnessState:
+        target_value = self._eval(node.target, state) if not isinstance(node.target, ast.Attribute) else None
+        if isinstance(node.target, ast.Attribute):
             receiver = self._eval(node.target.value, state)
-            self._sink(node.target.value, receiver, f"attribute access `.{node.target.attr.value}`", node.target, state)
+            self._sink(node.target.value, receiver, f"attribute access `.{node.target.attr}`", node.target, state)
             if receiver.sentinel:
                 self._record_mutation(node.target, node.target.value, state, receiver)
             target_value = self._attribute_value(node.target, receiver, state)
-            in_place = isinstance(node.value, (cst.List, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.Tuple))
+            in_place = isinstance(node.value, (ast.List, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.Tuple))
             if target_value.sentinel_part and not receiver.sentinel and in_place:  # a list `+=` extends in place
                 self._record_mutation(node.target, node.target, state, target_value)
         assert target_value is not None
-        operator = self.module.code_for_node(node.operator).strip()
+        operator = operator_text(node.op) + "="  # `|=`: ast's op is the plain operator
         self._sink(node.target, target_value, f"`{operator}`", node.target, state)
         right = self._eval(node.value, state)
         self._sink(node.value, right, f"`{operator}`", node.value, state)
@@ -302,16 +299,18 @@ class Statements:
         self._hand_on([node.value], state)  # `done |= kvo.finished_sending or set()` consumes `kvo`
         return state
 
-    def _stmt_Del(self, node: cst.Del, state: NullnessState) -> NullnessState:
-        targets = node.target.elements if isinstance(node.target, (cst.Tuple, cst.List)) else [node.target]
-        for element in targets:
-            target = element.value if isinstance(element, cst.BaseElement) else element
-            if isinstance(target, cst.Attribute):
+    def _stmt_Delete(self, node: ast.Delete, state: NullnessState) -> NullnessState:
+        # `del a, b`, `del (a, b)` and `del [a, b]` delete each name; `del (a, b), c` unpacks one level only
+        targets = node.targets
+        if len(targets) == 1 and isinstance(targets[0], (ast.Tuple, ast.List)):
+            targets = targets[0].elts
+        for target in targets:
+            if isinstance(target, ast.Attribute):
                 receiver = self._eval(target.value, state)
-                self._sink(target.value, receiver, f"attribute deletion `.{target.attr.value}`", target, state)
+                self._sink(target.value, receiver, f"attribute deletion `.{target.attr}`", target, state)
                 if receiver.sentinel:
                     self._record_mutation(target, target.value, state, receiver)
-            elif isinstance(target, cst.Subscript):
+            elif isinstance(target, ast.Subscript):
                 receiver = self._eval(target.value, state)
                 self._sink(target.value, receiver, "subscript deletion", target, state)
             key = ref_key(target)
@@ -319,7 +318,7 @@ class Statements:
                 self._invalidate(key, state)
         return state
 
-    def _stmt_Return(self, node: cst.Return, state: NullnessState) -> NullnessState:
+    def _stmt_Return(self, node: ast.Return, state: NullnessState) -> NullnessState:
         value = Value(Nullness.NONE)
         if node.value is not None:
             value = self._eval(node.value, state)
@@ -339,7 +338,7 @@ class Statements:
             self._check_dropped(node, value, state)
         return unreachable()
 
-    def _check_dropped(self, node: cst.Return, value: Value, state: NullnessState) -> None:
+    def _check_dropped(self, node: ast.Return, value: Value, state: NullnessState) -> None:
         """KVC006: a producer returns None, the sentinel, a bare copy or an output without the KV value it holds."""
         unattached = value.output_sites - self.attached_outputs
         if not (value.nullness is Nullness.NONE or value.sentinel or value.empty_copy or unattached):
@@ -397,14 +396,14 @@ class Statements:
             value.nullness is Nullness.NONE or self._known_empty(key, value, state) for key, value in held
         )
 
-    def _stmt_Raise(self, node: cst.Raise, state: NullnessState) -> NullnessState:
+    def _stmt_Raise(self, node: ast.Raise, state: NullnessState) -> NullnessState:
         if node.exc is not None:
             self._eval(node.exc, state)
         if node.cause is not None:
-            self._eval(node.cause.item, state)
+            self._eval(node.cause, state)
         return unreachable()
 
-    def _stmt_Assert(self, node: cst.Assert, state: NullnessState) -> NullnessState:
+    def _stmt_Assert(self, node: ast.Assert, state: NullnessState) -> NullnessState:
         if _is_false_literal(node.test):
             return unreachable()
         true_state, _ = self._narrow(node.test, state, "assert")
@@ -412,49 +411,54 @@ class Statements:
             self._eval(node.msg, state.copy())
         return true_state
 
-    def _stmt_Pass(self, node: cst.Pass, state: NullnessState) -> NullnessState:
+    def _stmt_Pass(self, node: ast.Pass, state: NullnessState) -> NullnessState:
         return state
 
-    def _stmt_Break(self, node: cst.Break, state: NullnessState) -> NullnessState:
+    def _stmt_Break(self, node: ast.Break, state: NullnessState) -> NullnessState:
         if self.loops:
             self.loops[-1].breaks.append(state)
         return unreachable()
 
-    def _stmt_Continue(self, node: cst.Continue, state: NullnessState) -> NullnessState:
+    def _stmt_Continue(self, node: ast.Continue, state: NullnessState) -> NullnessState:
         if self.loops:
             self.loops[-1].continues.append(state)
         return unreachable()
 
-    def _stmt_Global(self, node: cst.Global, state: NullnessState) -> NullnessState:
-        for item in node.names:
-            self._invalidate(item.name.value, state)
+    def _stmt_Global(self, node: ast.Global | ast.Nonlocal, state: NullnessState) -> NullnessState:
+        for name in node.names:
+            self._invalidate(name, state)
         return state
 
     _stmt_Nonlocal = _stmt_Global
 
-    def _stmt_Import(self, node: cst.Import | cst.ImportFrom, state: NullnessState) -> NullnessState:
-        if self.scope.qualname != "<module>" and not isinstance(node.names, cst.ImportStar):
+    def _stmt_Import(self, node: ast.Import | ast.ImportFrom, state: NullnessState) -> NullnessState:
+        if self.scope.qualname != "<module>":
             for alias in node.names:  # a local import hides a module global of the same name
-                bound = alias.asname.name if alias.asname is not None else alias.name
-                spelled = dotted_name(bound) if isinstance(bound, cst.BaseExpression) else None
-                if spelled:
+                spelled = alias.asname if alias.asname is not None else alias.name
+                if spelled and spelled != "*":  # `from m import *` binds no name we know
                     self.local_definitions.add(spelled.partition(".")[0])
         return state
 
     _stmt_ImportFrom = _stmt_Import
 
-    def _stmt_If(self, node: cst.If, state: NullnessState) -> NullnessState:
+    def _stmt_If(self, node: ast.If, state: NullnessState) -> NullnessState:
         true_state, false_state = self._narrow(node.test, state, "if")
         after_body = self._block(self._suite(node.body), true_state)
-        if node.orelse is None:
+        if not node.orelse:
             after_else = false_state
-        elif isinstance(node.orelse, cst.If):
-            after_else = self._stmt_If(node.orelse, false_state)
+        elif self._is_elif(node):
+            after_else = self._stmt_If(node.orelse[0], false_state)  # narrowed even when unreachable
         else:
-            after_else = self._block(self._suite(node.orelse.body), false_state)
+            after_else = self._block(self._suite(node.orelse), false_state)
         return self.join(after_body, after_else)
 
-    def _stmt_While(self, node: cst.While, state: NullnessState) -> NullnessState:
+    @staticmethod
+    def _is_elif(node: ast.If) -> bool:
+        """`elif` (an If starting in the column of its `if`), not an `if` nested in an `else:` block."""
+        orelse = node.orelse
+        return len(orelse) == 1 and isinstance(orelse[0], ast.If) and orelse[0].col_offset == node.col_offset
+
+    def _stmt_While(self, node: ast.While, state: NullnessState) -> NullnessState:
         def body(head: NullnessState) -> tuple[NullnessState, NullnessState]:
             true_state, false_state = self._narrow(node.test, head, "while")
             if _is_true_literal(node.test):
@@ -463,7 +467,7 @@ class Statements:
 
         return self._loop(state, body, node.orelse)
 
-    def _stmt_For(self, node: cst.For, state: NullnessState) -> NullnessState:
+    def _stmt_For(self, node: ast.For | ast.AsyncFor, state: NullnessState) -> NullnessState:
         iterable = self._eval(node.iter, state)
         self._sink(node.iter, iterable, "iteration", node.iter, state)
 
@@ -479,7 +483,7 @@ class Statements:
         self,
         entry: NullnessState,
         body: Callable[[NullnessState], tuple[NullnessState, NullnessState]],
-        orelse: cst.Else | None,
+        orelse: Sequence[ast.stmt],
     ) -> NullnessState:
         """Run a loop to a fixpoint without recording, then once recording."""
         recording = self.recording
@@ -502,72 +506,89 @@ class Statements:
         self.loops.append(frame)
         end, exit_state = body(head.copy())
         self.loops.pop()
-        if orelse is not None:
-            exit_state = self._block(self._suite(orelse.body), exit_state)
+        if orelse:
+            exit_state = self._block(self._suite(orelse), exit_state)
         return self.join_all([exit_state, *frame.breaks])
 
-    def _stmt_Try(self, node: cst.Try | cst.TryStar, state: NullnessState) -> NullnessState:
+    _stmt_AsyncFor = _stmt_For
+
+    def _stmt_Try(self, node: ast.Try | ast.TryStar, state: NullnessState) -> NullnessState:
         seen: list[NullnessState] = [state.copy()]
         current = state
         shielded = self.shielded
         self.shielded = shielded or self._catches_none_errors(node.handlers)
         try:
-            for statement in self._suite(node.body):
+            for line in self._logical_lines(node):
                 if not current.reachable:
                     break
-                current = self._statement(statement, current)
+                current = self._block(line, current)
                 seen.append(current.copy())
         finally:
             self.shielded = shielded
         handler_entry = self.join_all(seen)
         outcomes: list[NullnessState] = []
         normal = current
-        if node.orelse is not None:
-            normal = self._block(self._suite(node.orelse.body), normal)
+        if node.orelse:
+            normal = self._block(self._suite(node.orelse), normal)
         outcomes.append(normal)
         for handler in node.handlers:
             handler_state = handler_entry.copy()
             if handler.type is not None:
                 self._eval(handler.type, handler_state)
             if handler.name is not None:
-                self._assign(handler.name.name, UNTRACKED, handler_state, None)
+                name = ast.copy_location(ast.Name(id=handler.name, ctx=ast.Store()), handler)
+                self._assign(name, UNTRACKED, handler_state, None)
             outcomes.append(self._block(self._suite(handler.body), handler_state))
         after = self.join_all(outcomes)
-        if node.finalbody is None:
+        if not node.finalbody:
             return after
-        self._block(self._suite(node.finalbody.body), self.join(after, handler_entry))
+        self._block(self._suite(node.finalbody), self.join(after, handler_entry))
         recording, self.recording = self.recording, False
-        result = self._block(self._suite(node.finalbody.body), after) if after.reachable else after
+        result = self._block(self._suite(node.finalbody), after) if after.reachable else after
         self.recording = recording
         return result
 
     _stmt_TryStar = _stmt_Try
 
-    def _catches_none_errors(self, handlers: Sequence[cst.ExceptHandler | cst.ExceptStarHandler]) -> str:
+    @staticmethod
+    def _logical_lines(node: ast.Try | ast.TryStar) -> list[list[ast.stmt]]:
+        """The try body's statements grouped by line, as before: `a = f(); b = g()` in an indented
+        block is one step (one state seen by the handlers), but each statement of `try: a; b` is its own."""
+        lines: list[list[ast.stmt]] = []
+        one_line_suite = bool(node.body) and node.body[0].lineno == node.lineno
+        for statement in node.body:
+            if lines and not one_line_suite and statement.lineno == lines[-1][-1].end_lineno:
+                lines[-1].append(statement)  # after a `;`: the same line
+            else:
+                lines.append([statement])
+        return lines
+
+    def _catches_none_errors(self, handlers: Sequence[ast.ExceptHandler]) -> str:
         """The handler that catches what dereferencing None raises (AttributeError, TypeError or a base)."""
         for handler in handlers:
             if handler.type is None:
                 return "`except:`"
-            types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
+            types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
             for element in types:
-                caught = element.value if isinstance(element, cst.BaseElement) else element
+                caught = element.value if isinstance(element, ast.Starred) else element
                 if self._is_none_error(caught):
                     return f"`except {self._code(caught)}`"
         return ""
 
-    def _is_none_error(self, node: cst.BaseExpression) -> bool:
+    def _is_none_error(self, node: ast.expr) -> bool:
         """`AttributeError`, `TypeError` or a base of them: what dereferencing None raises."""
         return matches(self.imports.resolve_dotted(dotted_name(node) or ""), NONE_ERRORS)
 
-    def _stmt_With(self, node: cst.With, state: NullnessState) -> NullnessState:
+    def _stmt_With(self, node: ast.With | ast.AsyncWith, state: NullnessState) -> NullnessState:
         shielded = self.shielded
         for item in node.items:
-            value = self._with_item_value(item.item, state)
-            if item.asname is not None:
-                self._assign(item.asname.name, value, state, None)
-            if isinstance(item.item, cst.Call) and matches(self._resolve(item.item.func, state), SUPPRESSORS):
-                if any(self._is_none_error(arg.value) for arg in item.item.args):
-                    self.shielded = shielded or f"`{self._code(item.item)}`"
+            expr = item.context_expr
+            value = self._with_item_value(expr, state)
+            if item.optional_vars is not None:
+                self._assign(item.optional_vars, value, state, None)
+            if isinstance(expr, ast.Call) and matches(self._resolve(expr.func, state), SUPPRESSORS):
+                if any(self._is_none_error(arg.value) for arg in call_arguments(expr)):
+                    self.shielded = shielded or f"`{self._code(expr)}`"
         try:
             after = self._block(self._suite(node.body), state)
         finally:
@@ -577,8 +598,10 @@ class Statements:
                 after.paths[invariant] = (fact, "after `with " + reason[len("inside `with "):])  # the block ended
         return after
 
-    def _with_item_value(self, expr: cst.BaseExpression, state: NullnessState) -> Value:
-        if isinstance(expr, cst.Call):
+    _stmt_AsyncWith = _stmt_With
+
+    def _with_item_value(self, expr: ast.expr, state: NullnessState) -> Value:
+        if isinstance(expr, ast.Call):
             callee = self._resolve(expr.func, state)
             invariants = self.invariants.with_context(callee)
             if invariants:
@@ -609,14 +632,14 @@ class Statements:
         self._sink(expr, value, "`with`", expr, state)
         return UNTRACKED
 
-    def _stmt_Match(self, node: cst.Match, state: NullnessState) -> NullnessState:
+    def _stmt_Match(self, node: ast.Match, state: NullnessState) -> NullnessState:
         self._eval(node.subject, state)
         subject = ref_key(node.subject)
         outcomes: list[NullnessState] = []
         irrefutable = False
         for case in node.cases:
             case_state = state.copy()
-            if subject is not None and isinstance(case.pattern, cst.MatchClass):
+            if subject is not None and isinstance(case.pattern, ast.MatchClass):
                 self._set_nullness(subject, Nullness.NOT_NONE, case_state, "class pattern in `match`")
             elif subject is not None and _is_none_pattern(case.pattern):
                 self._set_nullness(subject, Nullness.NONE, case_state, "")
@@ -627,57 +650,58 @@ class Statements:
             self._bind_pattern(case.pattern, case_state)
             if case.guard is not None:
                 case_state, _ = self._narrow(case.guard, case_state, "case guard")
-            elif isinstance(case.pattern, cst.MatchAs) and case.pattern.pattern is None:
+            elif isinstance(case.pattern, ast.MatchAs) and case.pattern.pattern is None:
                 irrefutable = True
             outcomes.append(self._block(self._suite(case.body), case_state))
         if not irrefutable:
             outcomes.append(state)
         return self.join_all(outcomes)
 
-    def _bind_pattern(self, pattern: cst.MatchPattern, state: NullnessState) -> None:
+    def _bind_pattern(self, pattern: ast.pattern, state: NullnessState) -> None:
         """`case Output(kv_connector_output=kvo)` reads the field; `case KVConnectorOutput() as k` narrows `k`."""
-        captured = pattern.name if isinstance(pattern, cst.MatchAs) else None
-        if isinstance(pattern, cst.MatchAs) and captured is not None and isinstance(pattern.pattern, cst.MatchClass):
+        captured = pattern.name if isinstance(pattern, ast.MatchAs) else None
+        if isinstance(pattern, ast.MatchAs) and captured is not None and isinstance(pattern.pattern, ast.MatchClass):
             callee = self.imports.resolve_dotted(dotted_name(pattern.pattern.cls) or "")
             invariant = self.invariants.of_payload_class(callee)
             if invariant:
-                state.values[pattern.name.value] = Value(
+                state.values[captured] = Value(
                     Nullness.NOT_NONE, connector_output=True, guard="class pattern in `match`", invariant=invariant
                 )
             pattern = pattern.pattern
-        if not isinstance(pattern, cst.MatchClass):
+        if not isinstance(pattern, ast.MatchClass):
             return
         class_name = self.imports.resolve_dotted(dotted_name(pattern.cls) or "")
         receiver = Value(Nullness.NOT_NONE, cls=self._class_of(class_name))
-        for keyword in pattern.kwds:
-            inner = keyword.pattern
-            invariant = self.invariants.of_field(keyword.key.value)
-            if (invariant and isinstance(inner, cst.MatchAs)
+        for key, inner in zip(pattern.kwd_attrs, pattern.kwd_patterns):
+            invariant = self.invariants.of_field(key)
+            if (invariant and isinstance(inner, ast.MatchAs)
                     and inner.pattern is None and inner.name is not None):
-                declared = self._declared_attribute(receiver, keyword.key.value, f"`{inner.name.value}`")
-                state.values[inner.name.value] = declared or self._field_source(
-                    f"the `{keyword.key.value}=` pattern", invariant
+                declared = self._declared_attribute(receiver, key, f"`{inner.name}`")
+                state.values[inner.name] = declared or self._field_source(
+                    f"the `{key}=` pattern", invariant
                 )
 
-    def _stmt_FunctionDef(self, node: cst.FunctionDef, state: NullnessState) -> NullnessState:
-        for decorator in node.decorators:
-            self._eval(decorator.decorator, state)
-        self._eval_defaults(node.params, state)
-        qualname = node.name.value if self.scope.qualname == "<module>" else f"{self.scope.qualname}.{node.name.value}"
+    def _stmt_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef, state: NullnessState) -> NullnessState:
+        for decorator in node.decorator_list:
+            self._eval(decorator, state)
+        self._eval_defaults(node.args, state)
+        qualname = node.name if self.scope.qualname == "<module>" else f"{self.scope.qualname}.{node.name}"
         if self.recording:
             scope = self._nested_scope(qualname, state)
             if not self.scope.in_class_body:
                 scope = dataclasses.replace(scope, class_name="")  # a function nested in a method has no `self`
             self.pending.append((node, dataclasses.replace(scope, in_class_body=False)))
-        self._forget(node.name.value, state)
+        self._forget(node.name, state)
         return state
 
-    def _stmt_ClassDef(self, node: cst.ClassDef, state: NullnessState) -> NullnessState:
-        qualname = node.name.value if self.scope.qualname == "<module>" else f"{self.scope.qualname}.{node.name.value}"
+    _stmt_AsyncFunctionDef = _stmt_FunctionDef
+
+    def _stmt_ClassDef(self, node: ast.ClassDef, state: NullnessState) -> NullnessState:
+        qualname = node.name if self.scope.qualname == "<module>" else f"{self.scope.qualname}.{node.name}"
         if self.recording:
             class_name = f"{self.module_name}.{qualname}" if self.module_name else qualname
             self.pending.append((node, ScopeContext(
                 qualname, class_name=class_name, in_class_body=True
             )))
-        self._forget(node.name.value, state)
+        self._forget(node.name, state)
         return state

@@ -1,101 +1,129 @@
-"""Small questions about libcst syntax the flow analysis asks: reference keys, literals, patterns."""
+"""Small questions about `ast` syntax the flow analysis asks: reference keys, literals, patterns,
+call arguments and parameters in source order, operator spellings."""
 
 from __future__ import annotations
 
+import ast
 import io
 import re
 import tokenize
 from collections.abc import Iterator
-
-import libcst as cst
-
-from kvlint.names import ImportTable
+from typing import NamedTuple
 
 
-def dotted_name(node: cst.BaseExpression) -> str | None:
+def dotted_name(node: ast.AST) -> str | None:
     """Return `a.b.c` for a Name/Attribute chain, else None."""
     parts: list[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
         node = node.value
-    if not isinstance(node, cst.Name):
+    if not isinstance(node, ast.Name):
         return None
-    parts.append(node.value)
+    parts.append(node.id)
     return ".".join(reversed(parts))
 
 
-def ref_key(node: cst.BaseExpression) -> str | None:
+def ref_key(node: ast.AST) -> str | None:
     """Return the key of a reference expression (name, member chain, simple index)."""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
         base = ref_key(node.value)
-        return None if base is None else f"{base}.{node.attr.value}"
-    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
-        index = node.slice[0].slice
-        if isinstance(index, cst.Index):
-            inner = index.value
-            if isinstance(inner, (cst.Integer, cst.SimpleString)):
-                text = inner.value
-            elif isinstance(inner, cst.Name):
-                text = inner.value
-            else:
-                return None
-            base = ref_key(node.value)
-            return None if base is None else f"{base}[{text}]"
+        return None if base is None else f"{base}.{node.attr}"
+    if isinstance(node, ast.Subscript):
+        index = node.slice
+        if isinstance(index, ast.Constant) and type(index.value) in (int, str):
+            text = repr(index.value)
+        elif isinstance(index, ast.Name):
+            text = index.id
+        else:
+            return None
+        base = ref_key(node.value)
+        return None if base is None else f"{base}[{text}]"
     return None
 
 
-def is_none_literal(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "None" and not node.lpar
+def is_none_literal(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
 
 
-def _is_true_literal(node: cst.BaseExpression) -> bool:
-    if isinstance(node, cst.Name):
-        return node.value == "True"
-    return isinstance(node, cst.Integer) and node.value not in ("0", "0x0", "0o0", "0b0")
+def _is_true_literal(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) in (bool, int) and bool(node.value)
 
 
-def _is_false_literal(node: cst.BaseExpression) -> bool:
-    if isinstance(node, cst.Name):
-        return node.value == "False"
-    return isinstance(node, cst.Integer) and node.value == "0"
+def _is_false_literal(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) in (bool, int) and not node.value
 
 
-def _is_none_pattern(pattern: cst.MatchPattern) -> bool:
-    return isinstance(pattern, cst.MatchSingleton) and is_none_literal(pattern.value)
+def _is_none_pattern(pattern: ast.pattern) -> bool:
+    return isinstance(pattern, ast.MatchSingleton) and pattern.value is None
 
 
-def _pattern_names(pattern: cst.CSTNode) -> Iterator[str]:
+def _pattern_names(pattern: ast.AST) -> Iterator[str]:
     """Yield the names a match pattern binds."""
-    stack = [pattern]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.MatchAs) and node.name is not None:
-            yield node.name.value
-        elif isinstance(node, cst.MatchStar) and node.name is not None:
-            yield node.name.value
-        elif isinstance(node, cst.MatchMapping) and node.rest is not None:
-            yield node.rest.value
-        stack.extend(node.children)
+    for node in ast.walk(pattern):
+        if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name is not None:
+            yield node.name
+        elif isinstance(node, ast.MatchMapping) and node.rest is not None:
+            yield node.rest
 
 
-def imports_from_cst(module: cst.Module, module_name: str, is_package: bool) -> ImportTable:
-    """The import table of a module only libcst could parse (syntax newer than this Python)."""
-    import ast
+class Argument(NamedTuple):
+    """One argument of a call as it is written: `star` is "", "*" or "**"; `keyword` None unless `k=v`."""
 
-    statements: list[ast.stmt] = []
-    stack: list[cst.CSTNode] = [module]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.Import, cst.ImportFrom)):
-            try:
-                statements.extend(ast.parse(cst.Module(body=[cst.SimpleStatementLine(body=[node])]).code).body)
-            except (SyntaxError, ValueError):
-                pass
-        elif not isinstance(node, cst.BaseExpression):
-            stack.extend(node.children)
-    return ImportTable.from_ast(ast.Module(body=statements, type_ignores=[]), module_name, is_package)
+    value: ast.expr
+    keyword: str | None = None
+    star: str = ""
+
+
+def call_arguments(call: ast.Call) -> list[Argument]:
+    """The call's arguments in source order (`ast` keeps positional and keyword ones apart)."""
+    found = [Argument(arg.value, None, "*") if isinstance(arg, ast.Starred) else Argument(arg) for arg in call.args]
+    found += [Argument(kw.value, kw.arg, "" if kw.arg is not None else "**") for kw in call.keywords]
+    if call.keywords and call.args:
+        found.sort(key=lambda a: (a.value.lineno, a.value.col_offset))
+    return found
+
+
+class Parameter(NamedTuple):
+    """One parameter of a function or lambda: `star` is "", "*" or "**"."""
+
+    name: str
+    annotation: ast.expr | None
+    default: ast.expr | None
+    star: str
+    node: ast.arg
+
+
+def parameters(args: ast.arguments) -> list[Parameter]:
+    """Every parameter in declaration order: positional-only, ordinary, *args, keyword-only, **kwargs."""
+    positional = [*args.posonlyargs, *args.args]
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    found = [Parameter(a.arg, a.annotation, d, "", a) for a, d in zip(positional, defaults)]
+    if args.vararg is not None:
+        found.append(Parameter(args.vararg.arg, args.vararg.annotation, None, "*", args.vararg))
+    found += [Parameter(a.arg, a.annotation, d, "", a) for a, d in zip(args.kwonlyargs, args.kw_defaults)]
+    if args.kwarg is not None:
+        found.append(Parameter(args.kwarg.arg, args.kwarg.annotation, None, "**", args.kwarg))
+    return found
+
+
+OPERATORS: dict[type, str] = {
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.MatMult: "@", ast.Div: "/", ast.Mod: "%", ast.Pow: "**",
+    ast.LShift: "<<", ast.RShift: ">>", ast.BitOr: "|", ast.BitXor: "^", ast.BitAnd: "&", ast.FloorDiv: "//",
+    ast.Invert: "~", ast.Not: "not", ast.UAdd: "+", ast.USub: "-",
+    ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+    ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in",
+}
+
+
+def operator_text(operator: ast.AST) -> str:
+    """How an operator is spelled (`|`, `not in`)."""
+    return OPERATORS[type(operator)]
+
+
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 _AFTER_OPENING = re.compile(r"([(\[{]) ")

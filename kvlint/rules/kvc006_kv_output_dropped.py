@@ -31,7 +31,7 @@ def fix(site: Site, context: FixContext) -> Fix:
     import libcst as cst
 
     from kvlint.fix_context import NoFix
-    from kvlint.flow.syntax import dotted_name, is_none_literal
+    from kvlint.fix_context import dotted_name, is_none_literal
     from kvlint.names import matches
     from kvlint.rules.attaching import keyword_edit, return_with_output, the_candidate
 
@@ -57,7 +57,7 @@ def _built_output(returned: object, context: FixContext, output_classes: tuple[s
     """The returned name is bound to an output construction in the function (not to the sentinel)."""
     import libcst as cst
 
-    from kvlint.flow.syntax import dotted_name
+    from kvlint.fix_context import dotted_name
     from kvlint.names import matches
     from kvlint.rules.kvc004_shared_sentinel_mutation import _bindings
 
