@@ -31,6 +31,7 @@ from kvlint.rules import INTERNAL_ERROR, UNREADABLE
 from kvlint.declarations import Declaration
 from kvlint.tree_index import TreeIndex
 from kvlint.worker_pool import WorkerPool
+from kvlint.worker_pool import shared as shared_with_workers
 
 if TYPE_CHECKING:
     from kvlint.cache import CachedFile, ResultCache
@@ -116,9 +117,9 @@ def run(
             reports += reused
             work += stale
         work.sort(key=lambda w: (-w.size, w.display_path))  # the longest first: workers finish together
-        shared = _SharedIndex.of(index) if pool.parallel else index
-        analysed = pool.map(
-            _analyse, [(w, config, shared, extra_names, suppress) for w in work], progress, on_crash=_analyse_crashed
+        analysed = pool.map(  # the index goes to each worker once (vLLM's is 0.3 MB), not with each file
+            _analyse, [(w, config, extra_names, suppress) for w in work], progress, on_crash=_analyse_crashed,
+            shared=index,
         )
         if cache is not None:
             cache.remember(work, analysed)
@@ -231,34 +232,9 @@ def _prepare(args: tuple[SourceFile, bytes, Config, tuple[str, ...]]) -> Prepare
     return prepare_source(data, source.display_path, config, module_name, is_package, extra_names)
 
 
-class _SharedIndex:
-    """The tree index pickled once for every worker task: a worker unpickles it once per run, not once
-    per file (vLLM's index is 0.3 MB; pickling it for each of 41 files cost a quarter of a second)."""
-
-    _loaded: tuple[str, TreeIndex] | None = None  # in a worker: the index of the current run
-
-    def __init__(self, token: str, blob: bytes):
-        self.token, self.blob = token, blob
-
-    @classmethod
-    def of(cls, index: TreeIndex) -> _SharedIndex:
-        import pickle
-
-        blob = pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
-        return cls(f"{os.getpid()}-{time.perf_counter_ns()}", blob)
-
-    def index(self) -> TreeIndex:
-        import pickle
-
-        loaded = _SharedIndex._loaded
-        if loaded is None or loaded[0] != self.token:
-            loaded = _SharedIndex._loaded = (self.token, pickle.loads(self.blob))
-        return loaded[1]
-
-
-def _analyse(args: tuple[_Analysis, Config, TreeIndex | _SharedIndex, tuple[str, ...], bool]) -> FileReport:
-    work, config, shared, names, suppress = args
-    index = shared.index() if isinstance(shared, _SharedIndex) else shared
+def _analyse(args: tuple[_Analysis, Config, tuple[str, ...], bool]) -> FileReport:
+    work, config, names, suppress = args
+    index: TreeIndex = shared_with_workers()
     prepared = work.prepared
     if prepared is None:
         source, data, prepare_names = work.unprepared  # type: ignore[misc]
@@ -350,5 +326,5 @@ def _prepare_crashed(args: tuple[SourceFile, bytes, Config, tuple[str, ...]]) ->
     return PreparedFile(args[0].display_path, "", error=_crashed(args[0].display_path))
 
 
-def _analyse_crashed(args: tuple[_Analysis, Config, TreeIndex | _SharedIndex, tuple[str, ...], bool]) -> FileReport:
+def _analyse_crashed(args: tuple[_Analysis, Config, tuple[str, ...], bool]) -> FileReport:
     return FileReport(args[0].display_path, findings=(_crashed(args[0].display_path),))

@@ -11,6 +11,9 @@ run kills the workers instead of joining them. A fork that fails means fewer
 workers, down to none (the work then runs in this process), said once in
 `problem`. A worker that dies costs only its own item: the item is retried
 alone in a fresh process, and reported with `on_crash` if that dies too.
+What every item of a map needs alike (the runner's tree index) is passed as
+`shared`: each worker receives it once, not once per item, and reads it with
+`shared()`.
 """
 
 from __future__ import annotations
@@ -25,6 +28,19 @@ from collections.abc import Callable, Iterable, Iterator, Sized
 from typing import Any, BinaryIO
 
 _SIGNALS = {signal.SIGINT, signal.SIGTERM}
+_shared: Any = None  # in a worker (or this process, running a map itself): the current map's `shared`
+
+
+def shared() -> Any:
+    """The `shared` object of the map whose item is being worked on."""
+    return _shared
+
+
+def _install_shared(blob: bytes) -> None:
+    global _shared
+    _shared = pickle.loads(blob)
+
+
 _END = object()  # what `next` gives when a source of items has run out
 
 
@@ -33,6 +49,17 @@ class _Worker:
 
     def __init__(self, pid: int, tasks: BinaryIO, results: BinaryIO):
         self.pid, self.tasks, self.results = pid, tasks, results
+        self.shared_blob: bytes | None = None  # the `shared` object it holds, as it was sent
+
+    def share(self, blob: bytes | None) -> None:
+        """Give the worker a map's `shared` object, unless it holds it already; OSError, EOFError if it died."""
+        if blob is None or blob is self.shared_blob:
+            return
+        self.send((_install_shared, blob))
+        succeeded, value = pickle.load(self.results)
+        if not succeeded:
+            raise value
+        self.shared_blob = blob
 
     def send(self, task: object) -> None:
         pickle.dump(task, self.tasks, protocol=pickle.HIGHEST_PROTOCOL)
@@ -80,13 +107,14 @@ class WorkerPool:
 
     def map(self, function: Callable[[Any], Any], items: Iterable[Any],
             progress: Callable[[int, int], None] | None = None,
-            on_crash: Callable[[Any], Any] | None = None) -> list[Any]:
+            on_crash: Callable[[Any], Any] | None = None, shared: Any = None) -> list[Any]:
         """`function(item)` for each item, in order; an item whose process dies twice gets `on_crash(item)`.
 
         `items` may be a generator that does work of its own (the runner reads and scans files in it): it is
         drawn from while the workers are busy, so that its work overlaps theirs. The first call that has two
         items starts two workers (fewer: this process does the work); more are forked as items wait for
-        one, up to `jobs`. `progress(done, total)` is called per item once the total is known.
+        one, up to `jobs`. `progress(done, total)` is called per item once the total is known. `shared`
+        is sent to each worker once, where `function` reads it with `shared()`.
         """
         total = len(items) if isinstance(items, Sized) else None
         source = iter(items)
@@ -94,13 +122,14 @@ class WorkerPool:
         if self.parallel and not self.started:
             received += itertools.islice(source, 2)
             if len(received) < 2:
-                return _in_process(function, received, progress)
+                return _in_process(function, received, progress, shared)
             self._start()
         if not self.workers:
-            return _in_process(function, [*received, *source], progress)
+            return _in_process(function, [*received, *source], progress, shared)
         feed = _Feed(source, received)
+        blob = None if shared is None else pickle.dumps(shared, protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            return self._distribute(function, feed, total, progress, on_crash)
+            return self._distribute(function, feed, total, progress, on_crash, blob)
         except BaseException:
             self.close(kill=True)  # a worker may still be on an item: no later call may read its answer
             raise
@@ -118,7 +147,7 @@ class WorkerPool:
 
     def _distribute(self, function: Callable[[Any], Any], feed: _Feed, total: int | None,
                     progress: Callable[[int, int], None] | None,
-                    on_crash: Callable[[Any], Any] | None) -> list[Any]:
+                    on_crash: Callable[[Any], Any] | None, blob: bytes | None = None) -> list[Any]:
         """Hand the items out to idle workers, reading ahead while all are busy; the answers, in order."""
         results: dict[int, Any] = {}
         busy: dict[int, tuple[_Worker, int]] = {}  # result fd -> (worker, item index)
@@ -141,9 +170,10 @@ class WorkerPool:
                 worker = idle.pop()
                 index = feed.take()
                 try:
+                    worker.share(blob)
                     worker.send((function, feed.items[index]))
-                except OSError:  # it died while idle: the item is done alone, the worker replaced
-                    finished(index, self._after_crash(worker, function, feed.items[index], on_crash, idle))
+                except (OSError, EOFError, pickle.UnpicklingError):  # it died while idle: the item is done
+                    finished(index, self._after_crash(worker, function, feed.items[index], on_crash, idle, blob))
                     continue
                 busy[worker.results.fileno()] = (worker, index)
             if not busy:  # no worker could be started, or every one died: the rest here
@@ -159,7 +189,7 @@ class WorkerPool:
                 try:
                     succeeded, value = pickle.load(worker.results)
                 except Exception:  # noqa: BLE001 - EOF or a torn pickle: the worker died on this item
-                    value = self._after_crash(worker, function, feed.items[index], on_crash, idle)
+                    value = self._after_crash(worker, function, feed.items[index], on_crash, idle, blob)
                 else:
                     if not succeeded:
                         raise value
@@ -167,11 +197,11 @@ class WorkerPool:
                 finished(index, value)
 
     def _after_crash(self, worker: _Worker, function: Callable[[Any], Any], item: Any,
-                     on_crash: Callable[[Any], Any] | None, idle: list[_Worker]) -> Any:
+                     on_crash: Callable[[Any], Any] | None, idle: list[_Worker], blob: bytes | None = None) -> Any:
         """A worker died: its item is retried alone (then reported), and a new worker takes its place."""
         self.workers.remove(worker)
         worker.close(kill=True)
-        value = _isolated(function, item, on_crash, self.initializer, self.workers)
+        value = _isolated(function, item, on_crash, self.initializer, self.workers, blob)
         replacement = self._fork()
         if replacement is not None:
             self.workers.append(replacement)
@@ -222,12 +252,17 @@ class _Feed:
 
 
 def _in_process(function: Callable[[Any], Any], items: list[Any],
-                progress: Callable[[int, int], None] | None) -> list[Any]:
+                progress: Callable[[int, int], None] | None, shared: Any = None) -> list[Any]:
+    global _shared
     results = []
-    for done, item in enumerate(items, start=1):
-        results.append(function(item))
-        if progress:
-            progress(done, len(items))
+    previous, _shared = _shared, shared
+    try:
+        for done, item in enumerate(items, start=1):
+            results.append(function(item))
+            if progress:
+                progress(done, len(items))
+    finally:
+        _shared = previous
     return results
 
 
@@ -298,7 +333,7 @@ def _serve(tasks: BinaryIO, results: BinaryIO) -> None:
 
 
 def _isolated(function: Callable[[Any], Any], item: Any, on_crash: Callable[[Any], Any] | None,
-              initializer: Callable[[], None] | None, siblings: list[_Worker]) -> Any:
+              initializer: Callable[[], None] | None, siblings: list[_Worker], blob: bytes | None = None) -> Any:
     """Retry one item in a fresh process; if that process dies too, or none can be started, report the item."""
     try:
         worker = _fork_worker(initializer, siblings)
@@ -306,6 +341,7 @@ def _isolated(function: Callable[[Any], Any], item: Any, on_crash: Callable[[Any
         worker = None
     if worker is not None:
         try:
+            worker.share(blob)
             worker.send((function, item))
             succeeded, value = pickle.load(worker.results)
         except Exception:  # noqa: BLE001 - it died as well

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kvlint.worker_pool import WorkerPool
+from kvlint.worker_pool import WorkerPool, shared
 
 
 def _square(x: int) -> int:
@@ -24,6 +24,17 @@ def _slow_square(x: int) -> int:
 
 def _pid(x: int) -> tuple[int, int]:
     return x, os.getpid()
+
+
+def _with_shared(x: int) -> tuple[int, int, int]:
+    """The item plus the map's shared offset, and which process answered."""
+    return x + shared()["offset"], os.getpid(), id(shared())
+
+
+def _crash_on_three(x: int) -> int:
+    if x == 3:
+        os._exit(9)
+    return x + shared()
 
 
 def _limit_forks(monkeypatch: pytest.MonkeyPatch, allowed: int) -> None:
@@ -83,3 +94,24 @@ def test_a_failing_source_leaves_no_answer_for_the_next_call() -> None:
         with pytest.raises(ValueError, match="the source failed"):
             pool.map(_slow_square, source())
         assert pool.map(_square, [10, 20]) == [100, 400]
+
+
+def test_a_maps_shared_object_reaches_every_worker_once_and_each_map_its_own() -> None:
+    with WorkerPool(2, 100) as pool:
+        answers = pool.map(_with_shared, range(30), shared={"offset": 100})
+        assert [a for a, _, _ in answers] == list(range(100, 130))
+        workers = {pid for _, pid, _ in answers}
+        assert workers <= {w.pid for w in pool.workers} and os.getpid() not in workers
+        per_worker = {pid: {ident for _, p, ident in answers if p == pid} for pid in workers}
+        assert all(len(idents) == 1 for idents in per_worker.values())  # unpickled once, not once per item
+        again = pool.map(_with_shared, range(5), shared={"offset": -1})  # the same workers get the new one
+        assert [a for a, _, _ in again] == [-1, 0, 1, 2, 3]
+
+
+def test_shared_in_this_process_and_after_a_crash() -> None:
+    with WorkerPool(1, 100) as pool:  # one job: the map runs here, and `shared()` is set only meanwhile
+        assert [a for a, _, _ in pool.map(_with_shared, [1, 2], shared={"offset": 10})] == [11, 12]
+    assert shared() is None
+    with WorkerPool(2, 100) as pool:  # the retry of a crashed item, and the replacement worker, get it too
+        assert pool.map(_crash_on_three, range(6), on_crash=lambda x: -x, shared=1000) == [
+            1000, 1001, 1002, -3, 1004, 1005]
