@@ -419,6 +419,7 @@ def analyse_prepared(
     index: TreeIndex,
     extra_names: Sequence[str] = (),
     suppress: bool = True,
+    fixes: bool = True,
 ) -> FileReport:
     """The costly stage: the flow analysis over the relevant units, the rules, and fixes for the findings.
 
@@ -426,6 +427,7 @@ def analyse_prepared(
     Optional-returning function names, so their call sites are analysed).
     `suppress=False` keeps what `# noqa`, select/ignore and per-file-ignores would
     drop, for a host that applies its own (flake8); the test-code policy still applies.
+    `fixes=False` builds no fix, for a host that shows none (flake8, mypy): libcst is then never imported.
     """
     if not suppress:
         config = dataclasses.replace(config, select=(), ignore=(), per_file_ignores=())
@@ -448,7 +450,7 @@ def analyse_prepared(
         return FileReport(prepared.display_path, findings=(finding,), traceback=traceback.format_exc())
     judged = {finding: (site, rule) for finding, site, rule in _findings(sites, prepared)}
     kept = _unsuppressed(judged, prepared, config, suppress)
-    if any(judged[finding][1].fix is not None for finding in kept):
+    if fixes and any(judged[finding][1].fix is not None for finding in kept):
         kept = _run_with_deep_stack(lambda: _with_fixes(kept, judged, fix_context))
     return FileReport(prepared.display_path, tuple(sites), tuple(kept), analysed=True)
 
@@ -633,10 +635,11 @@ def analyse_source(
     index: TreeIndex | None = None,
     module_name: str = "",
     is_package: bool = False,
+    fixes: bool = True,
 ) -> FileReport:
     """Analyse one file on its own: the index is what the file itself shows unless one is given."""
     config = config or Config()
     prepared = prepare_source(source, display_path, config, module_name, is_package)
     if index is None:
         index = TreeIndex(prepared.declarations, payload_classes=config.payload_classes)
-    return analyse_prepared(prepared, config, index)
+    return analyse_prepared(prepared, config, index, fixes=fixes)

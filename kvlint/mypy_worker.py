@@ -1,7 +1,7 @@
 """The mypy face's analysis side, free of mypy: run the engine on a module file and keep
 what the plugin's hooks look up, in mypy's process or in one helper process.
 
-The helper (`serve_analyses`) imports only kvlint and libcst, so its start-up
+The helper (`serve_analyses`) imports only kvlint, so its start-up
 costs no mypy import; the plugin feeds it each file as mypy parses it.
 """
 
@@ -70,7 +70,7 @@ def file_key(path: str) -> FileKey | None:
 
 def analyse_module(path: str, config: Config | ConfigError) -> ModuleAnalysis:
     """Run kvlint's engine on one module file and keep what the hooks look up."""
-    from kvlint.engine import analyse_source, module_name_for  # the engine (and libcst) only where it runs
+    from kvlint.engine import analyse_source, module_name_for  # the engine only where it runs
 
     key = file_key(path)
     if key is None:
@@ -82,7 +82,7 @@ def analyse_module(path: str, config: Config | ConfigError) -> ModuleAnalysis:
     except OSError:
         return ModuleAnalysis(key)
     module_name, is_package = module_name_for(Path(path))
-    report = analyse_source(data, path, config, module_name=module_name, is_package=is_package)
+    report = analyse_source(data, path, config, module_name=module_name, is_package=is_package, fixes=False)
     return ModuleAnalysis(
         key,
         narrowed=frozenset(
@@ -143,7 +143,7 @@ def _expressions_with_loops(
 
 
 def _byte_column(lines: list[str], line: int, column: int) -> int:
-    """A libcst column (characters) as `ast` and mypy count it (UTF-8 bytes)."""
+    """A kvlint column (characters) as mypy counts it (UTF-8 bytes)."""
     return len(lines[line - 1][:column].encode("utf-8")) if 0 < line <= len(lines) else column
 
 

@@ -24,7 +24,7 @@ def test_every_file_of_site_packages() -> None:
 
 
 def test_every_unit_of_a_sample_of_site_packages() -> None:
-    """Every unit parsed with libcst and run through the flow analysis, not only relevant ones."""
+    """Every unit parsed and run through the flow analysis, not only relevant ones."""
     files = sorted(_site_packages().rglob("*.py"))[::5]
     result, unjustified, internal = corpus_run(files, everything=True, jobs=2)
     assert result.files_analysed > 300

@@ -250,16 +250,17 @@ def test_the_index_is_built_once_per_process(monkeypatch: pytest.MonkeyPatch, fr
     assert all("# noqa" in Path(path).read_text().splitlines()[line - 1] for path, line, _, _ in found - expected)
 
 
-def test_libcst_is_imported_only_for_relevant_files() -> None:
+def test_the_engine_is_imported_only_for_relevant_files_and_libcst_never() -> None:
+    """flake8 shows no fixes: even a file with a finding costs no libcst import."""
     script = textwrap.dedent("""
         import ast, sys
         from kvlint.flake8_plugin import KVLintChecker
         def check(source):
             return list(KVLintChecker(ast.parse(source), source.splitlines(True), "x.py").run())
         assert check("import os\\n\\ndef f(x):\\n    return x.other_output.items\\n") == []
-        assert "libcst" not in sys.modules
+        assert "kvlint.engine" not in sys.modules
         assert check("def f(out):\\n    return out.kv_connector_output.finished_sending\\n")
-        assert "libcst" in sys.modules
+        assert "kvlint.engine" in sys.modules and "libcst" not in sys.modules
     """)
     completed = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True)
     assert completed.returncode == 0, completed.stderr

@@ -234,7 +234,7 @@ def test_deeply_nested_code_is_a_diagnostic_not_a_crash(nasty: Path, name: str, 
 
 
 def test_deep_code_that_parses_is_analysed_on_the_big_stack(nasty: Path) -> None:
-    """190 nested brackets pass CPython's limit; libcst and the flow analysis must survive them."""
+    """190 nested brackets pass CPython's limit; the flow analysis must survive them."""
     nested = "(" * 190 + "out.kv_connector_output.finished_sending" + ")" * 190
     (nasty / "deep_ok.py").write_text(HEADER + f"def step(out):\n    return {nested}\n")
     lines = _check(nasty, "deep_ok.py", "canary.py")
