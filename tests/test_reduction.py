@@ -1,4 +1,5 @@
-"""The flow analysis sees only the units that can matter (docs/design.md, "Why it is fast"); these tests pin which ones."""
+"""The flow analysis sees only the units that can matter (docs/design.md, "Why it is fast"): these tests
+pin which ones."""
 
 from __future__ import annotations
 
