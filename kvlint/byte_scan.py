@@ -62,6 +62,7 @@ def _common_substring(a: str, b: str) -> str:
 def _needles(names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[bytes, ...]]:
     """The names to look for, without those that contain another one: a file that
     mentions `_get_kv_connector_output` mentions `kv_connector_output` too."""
+    names = tuple(dict.fromkeys(names))  # callers may repeat a name (configured and extra): once is enough
     kept = tuple(name for name in names if not _contains_another(name, frozenset(names)))
     return kept, tuple(name.encode() for name in kept)
 

@@ -234,7 +234,7 @@ def _segment_starts(pattern: str, segment: str) -> list[int]:
 def _path_matches(path: Path | str, patterns: Sequence[str], root: str) -> bool:
     """Match `path` or a directory of it below `root` against exclude-style patterns."""
     absolute = os.path.abspath(path)
-    name_patterns, path_patterns, absolute_patterns = _split_patterns(patterns)
+    name_patterns, path_patterns, absolute_patterns = _compiled_patterns(tuple(patterns))
     if absolute_patterns and _any_match(Path(absolute).as_posix(), absolute_patterns):
         return True
     try:
@@ -258,8 +258,19 @@ def _path_matches(path: Path | str, patterns: Sequence[str], root: str) -> bool:
     return False
 
 
-def _any_match(name: str, patterns: Sequence[str]) -> bool:
-    return any(fnmatch.fnmatch(name, pattern) for pattern in patterns)
+@functools.lru_cache(maxsize=64)
+def _compiled_patterns(patterns: tuple[str, ...]) -> tuple[re.Pattern[str] | None, ...]:
+    """Name, root-relative and absolute patterns, each kind one regular expression (a path is matched
+    once per directory level: `fnmatch` per pattern made that a tenth of a millisecond a file)."""
+    return tuple(
+        re.compile("|".join(f"(?:{fnmatch.translate(os.path.normcase(p))})" for p in kind)) if kind else None
+        for kind in _split_patterns(patterns)
+    )
+
+
+def _any_match(name: str, pattern: re.Pattern[str] | None) -> bool:
+    """`fnmatch.fnmatch` against any of the patterns compiled into `pattern`."""
+    return pattern is not None and pattern.match(os.path.normcase(name)) is not None
 
 
 def _error(source: Path | None, message: str) -> ConfigError:
