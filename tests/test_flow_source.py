@@ -38,6 +38,7 @@ def _findings(directory: Path) -> list[tuple[int, int, str]]:
 def test_columns_are_characters_after_non_ascii_text_and_lines_map_back() -> None:
     text = "x = 'é😀'; y = kvo.finished_sending\nz = 1\n"
     source = SourceText(text, [7, 9])
+    assert SourceText("a = 1\f\x1c\u2028 # c\nb = 2\n", [1, 2]).lines == ["a = 1\f\x1c\u2028 # c\n", "b = 2\n"]
     node = ast.parse(text).body[1].value  # `kvo.finished_sending`: byte 18, character 14
     span = source.span(node)
     assert (span.line, span.column, span.end_line, span.end_column) == (7, 14, 7, 34)
@@ -79,13 +80,24 @@ def test_a_marker_anywhere_on_a_defs_header_and_nowhere_else(tmp_path: Path) -> 
 
 
         def one_line(self): return EMPTY_MODEL_RUNNER_OUTPUT  # kvlint: connector-path
+
+
+        def hash_in_a_default(self, sep="#", tag='x # y'):
+            # kvlint: connector-path
+            return EMPTY_MODEL_RUNNER_OUTPUT
+
+
+        def marker_in_a_string(self, text="# kvlint: connector-path"):
+            return EMPTY_MODEL_RUNNER_OUTPUT
     """)
     assert _findings(tmp_path) == [(8, 4, "KVC002"), (13, 4, "KVC002"), (21, 20, "KVC002")]
 
 
 def test_newer_syntax_is_lowered_in_place(tmp_path: Path) -> None:
     lowered = lower_newer_syntax("type Alias[T] = list[T]\ndef step[T](out: T): pass\nclass Box[T]: pass\n")
-    assert lowered == "0;   Alias    = list[T]\ndef step   (out: T): pass\nclass Box   : pass\n"
+    assert lowered == "pass                   \ndef step   (out: T): pass\nclass Box   : pass\n"
+    assert lower_newer_syntax("type X = int; y = 1\n") == "pass        ; y = 1\n"  # an alias is never run
+    assert lower_newer_syntax("type X = (\n    int\n)\ny = 1\n") == "pass      \n       \n \ny = 1\n"
     assert lower_newer_syntax("def broken(:\n") is None
     _write(tmp_path, "runner.py", """
         type Maybe[T] = T | None
@@ -133,3 +145,18 @@ def test_libcst_is_imported_only_to_build_a_fix(tmp_path: Path) -> None:
     (finding,) = flagged["findings"]  # type: ignore[misc]
     assert finding["code"] == "KVC001" and finding["fix"]["applicability"] == "unsafe"
     assert flagged["libcst"] is True
+
+
+def test_a_constant_index_is_one_key_however_it_is_spelled(tmp_path: Path) -> None:
+    _write(tmp_path, "aggregator.py", """
+        def tally(outs, flags):
+            if outs["a"].kv_connector_output is not None:
+                print(outs['a'].kv_connector_output.finished_sending)
+            if outs[True].kv_connector_output is not None:
+                print(outs[True].kv_connector_output.finished_sending)
+            if outs[0x1].kv_connector_output is not None:
+                print(outs[1].kv_connector_output.finished_sending)
+            if outs["b"].kv_connector_output is not None:
+                print(outs["c"].kv_connector_output.finished_sending)
+    """)
+    assert _findings(tmp_path) == [(9, 14, "KVC001")]

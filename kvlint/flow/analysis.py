@@ -8,9 +8,9 @@ import dataclasses
 import re
 from collections.abc import Sequence
 
-from kvlint.annotations import AnnotationKind, classify_annotation_text
+from kvlint.annotations import AnnotationKind, classify_annotation
 from kvlint.config import Config
-from kvlint.declarations import Declaration, FunctionDecl, TypeRef
+from kvlint.declarations import Declaration, FunctionDecl
 from kvlint.flow.expressions import COPY_FUNCTIONS, Expressions
 from kvlint.flow.narrowing import Narrowing
 from kvlint.flow.recording import Recording
@@ -62,7 +62,6 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         self.fixpoint_depth = 0
         self.scope = ScopeContext("<module>")
         self.pending: list[tuple[ast.AST, ScopeContext]] = []
-        self.annotation_types: dict[str, TypeRef | None] = {}  # annotation text -> what it declares
         self.declared_defaults: dict[str, Value] = {}  # reference keys whose default a declaration gave
         self.declared_names: dict[str, Value] = {}  # local names and parameters with a declared type
         self.local_definitions: set[str] = set()  # names a function binds by import, `def` or `class`
@@ -152,7 +151,7 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
     def _connector_marker(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...] | None:
         """The invariants a `# kvlint: connector-path` comment on the `def`'s header names (`connector-path[ec]`),
         () for a bare marker; None when there is none."""
-        for comment in self.source.header_lines(node):
+        for comment in self.source.header_comments(node):
             found = CONNECTOR_PATH_MARKER.search(comment)
             if found is not None:
                 named = found.group("invariants") or ""
@@ -222,7 +221,6 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         return spelled is not None and matches(self.imports.resolve_dotted(spelled), self.config.empty_sentinels)
 
     def _classify(self, annotation: ast.expr) -> AnnotationKind | None:
-        text = self._source(annotation)
-        if not any(name in text for name in self.payload_spellings):
+        if not any(name in self._source(annotation) for name in self.payload_spellings):
             return None
-        return classify_annotation_text(text, self.imports.resolve_dotted, self.config.payload_classes)
+        return classify_annotation(annotation, self.imports.resolve_dotted, self.config.payload_classes)

@@ -154,15 +154,7 @@ class Expressions:
 
     def _annotation_value(self, annotation: ast.expr, origin: str) -> Value | None:
         """The value an annotation in this module declares (a parameter, an annotated local)."""
-        text = self._source(annotation).strip()
-        if text not in self.annotation_types:
-            try:
-                tree = ast.parse(text, mode="eval").body
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                self.annotation_types[text] = None
-            else:
-                self.annotation_types[text] = type_of_annotation(tree, self._resolve_type_name)
-        return self._typed_value(self.annotation_types[text], origin)
+        return self._typed_value(type_of_annotation(annotation, self._resolve_type_name), origin)
 
     def _resolve_type_name(self, spelled: str) -> str:
         root = spelled.partition(".")[0]

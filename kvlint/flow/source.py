@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import ast
 import re
+import tokenize
 from collections.abc import Sequence
 
+from kvlint.engine import split_lines
 from kvlint.sites import Span
 
 _DEFINITION_HEAD = re.compile(r"(?:async\s+)?(?:def|class)\s+")
@@ -21,7 +23,7 @@ class SourceText:
     """Spans and source text of the nodes of one `ast.parse` of `text`."""
 
     def __init__(self, text: str, line_map: Sequence[int]) -> None:
-        self.lines = text.splitlines(keepends=True)
+        self.lines = split_lines(text)  # the tokenizer's lines: a form feed or U+2028 ends none
         self.line_map = line_map
         self._encoded: dict[int, bytes] = {}
 
@@ -68,27 +70,24 @@ class SourceText:
         name.col_offset, name.end_col_offset = begin, begin + len(definition.name.encode("utf-8", "surrogatepass"))
         return name
 
-    def header_lines(self, definition: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
-        """The lines of a `def`'s header, from `def` to the colon (its comments are there)."""
-        first = definition.lineno
-        last = max([first, *(getattr(n, "end_lineno", first) or first for n in _header_nodes(definition))])
-        body_line = definition.body[0].lineno
-        found = []
-        for line in range(first, min(body_line, len(self.lines)) + 1):
-            found.append(self.lines[line - 1])
-            if line >= last and _code_part(self.lines[line - 1]).rstrip().endswith(":"):
-                break
-        return found
-
-
-def _header_nodes(definition: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
-    args = definition.args
-    nodes: list[ast.AST] = [*args.posonlyargs, *args.args, *args.kwonlyargs, *args.defaults]
-    nodes += [d for d in args.kw_defaults if d is not None]
-    nodes += [a for a in (args.vararg, args.kwarg, definition.returns) if a is not None]
-    return nodes
-
-
-def _code_part(line: str) -> str:
-    """The line without a trailing comment (a `#` in a string on a header line is rare enough to ignore)."""
-    return line.split("#", 1)[0]
+    def header_comments(self, definition: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+        """The comments of a `def`'s header: from `def` to the end of the line of its colon."""
+        start = definition.lineno
+        lines = iter(self.lines[start - 1 : definition.body[0].lineno])
+        comments: list[str] = []
+        depth, colon_line = 0, 0
+        try:
+            for token in tokenize.generate_tokens(lambda: next(lines, "")):
+                if token.type == tokenize.COMMENT:
+                    comments.append(token.string)
+                elif token.type == tokenize.OP and token.string in "([{":
+                    depth += 1
+                elif token.type == tokenize.OP and token.string in ")]}":
+                    depth -= 1
+                elif token.type == tokenize.OP and token.string == ":" and depth == 0 and not colon_line:
+                    colon_line = token.start[0]
+                if colon_line and token.start[0] > colon_line or token.type == tokenize.NEWLINE and colon_line:
+                    break
+        except (tokenize.TokenError, SyntaxError):
+            pass  # the body's first line ends the text early (an indented block tokenizes to its end)
+        return comments

@@ -518,10 +518,10 @@ class Statements:
         shielded = self.shielded
         self.shielded = shielded or self._catches_none_errors(node.handlers)
         try:
-            for line in self._logical_lines(node):
+            for statement in node.body:  # an exception may leave after any statement: the handlers see each state
                 if not current.reachable:
                     break
-                current = self._block(line, current)
+                current = self._statement(statement, current)
                 seen.append(current.copy())
         finally:
             self.shielded = shielded
@@ -549,19 +549,6 @@ class Statements:
         return result
 
     _stmt_TryStar = _stmt_Try
-
-    @staticmethod
-    def _logical_lines(node: ast.Try | ast.TryStar) -> list[list[ast.stmt]]:
-        """The try body's statements grouped by line, as before: `a = f(); b = g()` in an indented
-        block is one step (one state seen by the handlers), but each statement of `try: a; b` is its own."""
-        lines: list[list[ast.stmt]] = []
-        one_line_suite = bool(node.body) and node.body[0].lineno == node.lineno
-        for statement in node.body:
-            if lines and not one_line_suite and statement.lineno == lines[-1][-1].end_lineno:
-                lines[-1].append(statement)  # after a `;`: the same line
-            else:
-                lines.append([statement])
-        return lines
 
     def _catches_none_errors(self, handlers: Sequence[ast.ExceptHandler]) -> str:
         """The handler that catches what dereferencing None raises (AttributeError, TypeError or a base)."""

@@ -32,8 +32,8 @@ def ref_key(node: ast.AST) -> str | None:
         return None if base is None else f"{base}.{node.attr}"
     if isinstance(node, ast.Subscript):
         index = node.slice
-        if isinstance(index, ast.Constant) and type(index.value) in (int, str):
-            text = repr(index.value)
+        if isinstance(index, ast.Constant):
+            text = _literal(index.value)
         elif isinstance(index, ast.Name):
             text = index.id
         else:
@@ -41,6 +41,14 @@ def ref_key(node: ast.AST) -> str | None:
         base = ref_key(node.value)
         return None if base is None else f"{base}[{text}]"
     return None
+
+
+def _literal(value: object) -> str:
+    """A constant index as a key spells it: a string in double quotes, as vLLM's code writes it."""
+    text = repr(value)
+    if isinstance(value, str) and text.startswith("'") and '"' not in value and "\\" not in text:
+        return f'"{value}"'
+    return text
 
 
 def is_none_literal(node: ast.AST | None) -> bool:
