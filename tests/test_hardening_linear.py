@@ -5,6 +5,7 @@ measured in bench/large_file_bench.py; these tests count the work instead of tim
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import pytest
 
@@ -76,3 +77,10 @@ def test_connector_callees_compile_no_pattern_per_name(count: int, monkeypatch: 
 
 def test_the_size_cap_is_the_measured_one() -> None:
     assert engine.MAX_FILE_BYTES == 8 * 2**20  # bench/README.md: linear up to 8 MiB
+
+
+def test_word_mentions_counts_the_same_for_few_names_and_many() -> None:
+    text = "def make(x):\n    remake(make_1(x)) + make(x) + x.make\n# make\nmake_1 = 'make'\n"
+    few = tree_index.word_mentions(text, ["make", "make_1"])  # `str.find` per name
+    many = tree_index.word_mentions(text, ["make", "make_1", *(f"other_{n}" for n in range(20))])  # every word
+    assert +few == +many == Counter({"make": 4, "make_1": 2})  # `def make` is not a mention
