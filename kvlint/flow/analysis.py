@@ -203,7 +203,7 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
                 outputs = [name.rpartition(".")[2] for name in self.config.output_classes]
                 if any(name in current.value for name in outputs):
                     return True
-            if isinstance(current, ast.Attribute):  # libcst saw the attribute's name as a node of its own
+            if isinstance(current, ast.Attribute):  # `outputs.ModelRunnerOutput` names `ModelRunnerOutput` too
                 stack.append(ast.Name(id=current.attr, ctx=ast.Load()))
             stack.extend(ast.iter_child_nodes(current))
         return False

@@ -445,8 +445,9 @@ class Expressions:
     def _names_within(self, node: ast.AST) -> frozenset[str]:
         """Every name an expression mentions, a lambda's or nested function's included (they capture it).
 
-        Every identifier counts, as it did when this walked a concrete syntax tree: attribute names
-        (`.kvo`), keyword names (`kvo=`), parameter names, a definition's or an import's names too.
+        Every identifier counts, whatever its role (silence over a guess: a value whose name appears is
+        taken as handed on): attribute names (`.kvo`), keyword names (`kvo=`), parameter names, a
+        definition's or an import's names too.
         Remembered per node: loops are walked again until their facts settle."""
         found = self.names_within.get(id(node))
         if found is None:
