@@ -166,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _collect_garbage_rarely() -> None:
-    """kvlint builds many short-lived trees (ast, libcst) that hold no reference cycles.
+    """kvlint builds many short-lived `ast` trees (and libcst ones for fixes) that hold no reference cycles.
 
     With CPython's default thresholds the collector scans them over and over:
     `ast.parse` of vLLM's relevant files takes 2.5 times as long. A run is short,

@@ -306,9 +306,12 @@ def encoding_problem(data: bytes, display_path: str) -> Finding | None:
     return None
 
 
+_WARNINGS_FILTER = threading.Lock()  # `catch_warnings` swaps a process-wide list: one thread at a time
+
+
 def _parse_ast(text: str) -> ast.Module:
     try:
-        with warnings.catch_warnings():
+        with _WARNINGS_FILTER, warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the analysed code's SyntaxWarnings are not kvlint's to print
             return ast.parse(text)
     except SyntaxError as exc:
@@ -500,17 +503,20 @@ def _sites(
         from kvlint.flow.lowering import lower_newer_syntax
 
         text, line_map = prepared.text, list(range(1, len(prepared.lines) + 2))
-        lowered = lower_newer_syntax(text)
-        if lowered is None:
-            error = prepared.fallback_error
-            raise SourceError(error.message, error.line, error.column)
-        module = _parse_ast(lowered)
+        error = prepared.fallback_error
+        parsed = lower_newer_syntax(text)  # the file's characters on each line, not always its bytes
+        try:
+            if parsed is None:
+                raise SourceError(error.message)
+            module = _parse_ast(parsed)
+        except SourceError:  # what `ast` said of the file as written, not of a lowering
+            raise SourceError(error.message, error.line, error.column) from None
         prepared.imports = ImportTable.from_ast(module, prepared.module_name, prepared.is_package)
     else:
         text, line_map = reduced_text(prepared, config, names)
-        module = _parse_ast(text)
+        parsed, module = text, _parse_ast(text)
     analysis = FlowAnalysis(
-        module, SourceText(text, line_map), prepared.imports, index, config, prepared.module_name,
+        module, SourceText(parsed, line_map), prepared.imports, index, config, prepared.module_name,
         prepared.declarations,
     )
     sites = analysis.run()

@@ -12,8 +12,8 @@ class Finding:
     """A rule violation (or a file-level diagnostic) at a source range.
 
     Field order is the sort order of every output: path, line, column, code.
-    `line`/`end_line` are 1-based; `column`/`end_column` are 0-based, as libcst
-    and flake8 give them; output formats convert to 1-based columns.
+    `line`/`end_line` are 1-based; `column`/`end_column` are 0-based characters, as
+    flake8 gives them; output formats convert to 1-based columns.
     """
 
     path: str

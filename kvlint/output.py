@@ -1,6 +1,6 @@
 """Output formats for findings: one function per format, each returning the whole text.
 
-Columns are 0-based inside kvlint (as libcst and flake8 keep them) and 1-based
+Columns are 0-based inside kvlint (as flake8 keeps them) and 1-based
 in every format here, like flake8's and ruff's output.
 """
 

@@ -1,8 +1,9 @@
 """The engine's product: every relevant site of a file with its facts.
 
 The rules, the audit and the mypy plugin all read these records; none of them
-looks at syntax again. Positions are kept as libcst gives them (line 1-based,
-column 0-based) and converted only at the output edges.
+looks at syntax again. Positions are the file's lines (1-based) and character
+columns (0-based; `kvlint/flow/source.py` converts `ast`'s byte offsets), and are
+converted only at the output edges.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ What every item of a map needs alike (the runner's tree index) is passed as
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import pickle
@@ -36,9 +37,9 @@ def shared() -> Any:
     return _shared
 
 
-def _install_shared(blob: bytes) -> None:
+def _install_shared(blob: bytes | None) -> None:
     global _shared
-    _shared = pickle.loads(blob)
+    _shared = None if blob is None else pickle.loads(blob)
 
 
 _END = object()  # what `next` gives when a source of items has run out
@@ -52,8 +53,9 @@ class _Worker:
         self.shared_blob: bytes | None = None  # the `shared` object it holds, as it was sent
 
     def share(self, blob: bytes | None) -> None:
-        """Give the worker a map's `shared` object, unless it holds it already; OSError, EOFError if it died."""
-        if blob is None or blob is self.shared_blob:
+        """Give the worker a map's `shared` object (None: none), unless it holds it already; OSError, EOFError
+        if it died."""
+        if blob is self.shared_blob:
             return
         self.send((_install_shared, blob))
         succeeded, value = pickle.load(self.results)
@@ -129,7 +131,7 @@ class WorkerPool:
         feed = _Feed(source, received)
         blob = None if shared is None else pickle.dumps(shared, protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            return self._distribute(function, feed, total, progress, on_crash, blob)
+            return self._distribute(function, feed, total, progress, on_crash, shared, blob)
         except BaseException:
             self.close(kill=True)  # a worker may still be on an item: no later call may read its answer
             raise
@@ -147,7 +149,8 @@ class WorkerPool:
 
     def _distribute(self, function: Callable[[Any], Any], feed: _Feed, total: int | None,
                     progress: Callable[[int, int], None] | None,
-                    on_crash: Callable[[Any], Any] | None, blob: bytes | None = None) -> list[Any]:
+                    on_crash: Callable[[Any], Any] | None, shared: Any = None,
+                    blob: bytes | None = None) -> list[Any]:
         """Hand the items out to idle workers, reading ahead while all are busy; the answers, in order."""
         results: dict[int, Any] = {}
         busy: dict[int, tuple[_Worker, int]] = {}  # result fd -> (worker, item index)
@@ -177,8 +180,9 @@ class WorkerPool:
                     continue
                 busy[worker.results.fileno()] = (worker, index)
             if not busy:  # no worker could be started, or every one died: the rest here
-                for index in feed.rest():
-                    finished(index, function(feed.items[index]))
+                with _sharing(shared):
+                    for index in feed.rest():
+                        finished(index, function(feed.items[index]))
                 return [results[index] for index in range(len(feed.items))]
             reading = not feed.exhausted and not idle  # every worker is busy: read ahead rather than wait
             if reading:
@@ -253,17 +257,24 @@ class _Feed:
 
 def _in_process(function: Callable[[Any], Any], items: list[Any],
                 progress: Callable[[int, int], None] | None, shared: Any = None) -> list[Any]:
-    global _shared
     results = []
-    previous, _shared = _shared, shared
-    try:
+    with _sharing(shared):
         for done, item in enumerate(items, start=1):
             results.append(function(item))
             if progress:
                 progress(done, len(items))
+    return results
+
+
+@contextlib.contextmanager
+def _sharing(shared: Any) -> Iterator[None]:
+    """`shared()` is `shared` while this process works on a map's items itself."""
+    global _shared
+    previous, _shared = _shared, shared
+    try:
+        yield
     finally:
         _shared = previous
-    return results
 
 
 def _fork_worker(initializer: Callable[[], None] | None, siblings: list[_Worker]) -> _Worker:

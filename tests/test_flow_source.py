@@ -160,3 +160,24 @@ def test_a_constant_index_is_one_key_however_it_is_spelled(tmp_path: Path) -> No
                 print(outs["c"].kv_connector_output.finished_sending)
     """)
     assert _findings(tmp_path) == [(9, 14, "KVC001")]
+
+
+def test_lowering_keeps_the_files_lines_and_columns_around_odd_characters(tmp_path: Path) -> None:
+    (tmp_path / "runner.py").write_text(
+        "x = 1  # page\x0c break\n"
+        "type Alias = int\n"
+        "def step[Tø](out: Tø): return out.kv_connector_output.finished_sending\n",
+        encoding="utf-8",
+    )
+    (finding,) = run([tmp_path], Config(), jobs=1).findings
+    assert (finding.line, finding.column, finding.code) == (3, 30, "KVC001")
+    assert "`out.kv_connector_output`" in finding.message
+
+
+def test_an_index_too_long_to_print_is_no_key(tmp_path: Path) -> None:
+    _write(tmp_path, "aggregator.py", f"""
+        def tally(outs):
+            print(outs[0x{"f" * 4000}].kv_connector_output.finished_sending)
+    """)
+    (finding,) = run([tmp_path], Config(), jobs=1).findings
+    assert finding.code == "KVC001"

@@ -4,6 +4,7 @@ worker left behind (each case one a review of the streaming pool found wrong).""
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import time
 from collections.abc import Iterator
@@ -106,6 +107,7 @@ def test_a_maps_shared_object_reaches_every_worker_once_and_each_map_its_own() -
         assert all(len(idents) == 1 for idents in per_worker.values())  # unpickled once, not once per item
         again = pool.map(_with_shared, range(5), shared={"offset": -1})  # the same workers get the new one
         assert [a for a, _, _ in again] == [-1, 0, 1, 2, 3]
+        assert pool.map(_with_shared_or_none, range(4)) == [None] * 4  # a map without one: none, not the last
 
 
 def test_shared_in_this_process_and_after_a_crash() -> None:
@@ -115,3 +117,21 @@ def test_shared_in_this_process_and_after_a_crash() -> None:
     with WorkerPool(2, 100) as pool:  # the retry of a crashed item, and the replacement worker, get it too
         assert pool.map(_crash_on_three, range(6), on_crash=lambda x: -x, shared=1000) == [
             1000, 1001, 1002, -3, 1004, 1005]
+
+
+def _dies_in_a_worker(parent: int, x: int) -> int:
+    if os.getpid() != parent:
+        os._exit(9)
+    return x + shared()
+
+
+def test_items_left_to_this_process_when_the_workers_are_gone_see_shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both workers die and no process can be forked any more: the rest runs here, with the map's object."""
+    _limit_forks(monkeypatch, 2)
+    work = functools.partial(_dies_in_a_worker, os.getpid())
+    with WorkerPool(2, 100) as pool:
+        assert pool.map(work, range(6), on_crash=lambda x: -1, shared=7) == [-1, -1, 9, 10, 11, 12]
+
+
+def _with_shared_or_none(x: int) -> object:
+    return shared()

@@ -23,6 +23,7 @@ def lower_newer_syntax(text: str) -> str | None:
     """`text` with its newer syntax lowered, or None when libcst cannot parse it either."""
     import libcst as cst
 
+    from kvlint.engine import split_lines
     from kvlint.positions import node_spans
 
     try:
@@ -30,7 +31,7 @@ def lower_newer_syntax(text: str) -> str | None:
     except (cst.ParserSyntaxError, SyntaxError, RecursionError, ValueError):
         return None
     spans = node_spans(module)
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text)  # libcst's lines: a form feed or U+2028 ends none
     aliases: list[tuple[int, int, int, int]] = []  # `type` statements: to become `pass` and blank lines
     parameters: list[tuple[int, int, int, int]] = []  # type parameters: to become spaces
     stack: list[cst.CSTNode] = [module]

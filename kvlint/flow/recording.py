@@ -76,7 +76,8 @@ class Recording:
                     _candidates(state, invariant, lambda key, value: known_empty(key, value, state)),
                 ))
         span = self._span(node)
-        facts.setdefault("expression", self._code(node))
+        if "expression" not in facts:
+            facts["expression"] = self._code(node)
         site = Site(
             kind=kind, span=span, function=self.scope.qualname, invariant=invariant,
             field=found.field_name if found is not None else "",
@@ -91,8 +92,8 @@ class Recording:
         self, operand: ast.expr, value: Value, sink: str, at: ast.AST, state: NullnessState
     ) -> None:
         """Record a dereference of a tracked value (KVC001/KVC005 read these)."""
-        if not (value.connector_output or value.payload):
-            return
+        if not (self.recording and (value.connector_output or value.payload)):
+            return  # (a loop's first passes, until its facts settle, record nothing: no text to build)
         self._record(
             SiteKind.DEREFERENCE,
             at,
@@ -112,6 +113,8 @@ class Recording:
         self, target: ast.AST, receiver: ast.expr, state: NullnessState, value: Value | None = None
     ) -> None:
         """KVC004; `value`, the receiver's, tells a member of the sentinel (or of a shallow copy) from itself."""
+        if not self.recording:
+            return
         member = ""
         if value is not None and value.sentinel_part:
             member = "shallow-copy member" if value.shallow_copy else "member"

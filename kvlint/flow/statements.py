@@ -195,11 +195,6 @@ class Statements:
                 empty_copy=receiver.empty_copy and bool(lacking), sentinel_of=lacking,
             )
 
-    @staticmethod
-    def _suite(body: Sequence[ast.stmt]) -> Sequence[ast.stmt]:
-        """A body is already a list of statements with `ast` (kept for the callers)."""
-        return body
-
     def _block(self, statements: Sequence[ast.AST], state: NullnessState) -> NullnessState:
         """Run statements in order; mutates and returns the state."""
         for statement in statements:
@@ -443,13 +438,13 @@ class Statements:
 
     def _stmt_If(self, node: ast.If, state: NullnessState) -> NullnessState:
         true_state, false_state = self._narrow(node.test, state, "if")
-        after_body = self._block(self._suite(node.body), true_state)
+        after_body = self._block(node.body, true_state)
         if not node.orelse:
             after_else = false_state
         elif self._is_elif(node):
             after_else = self._stmt_If(node.orelse[0], false_state)  # narrowed even when unreachable
         else:
-            after_else = self._block(self._suite(node.orelse), false_state)
+            after_else = self._block(node.orelse, false_state)
         return self.join(after_body, after_else)
 
     @staticmethod
@@ -463,7 +458,7 @@ class Statements:
             true_state, false_state = self._narrow(node.test, head, "while")
             if _is_true_literal(node.test):
                 false_state = unreachable()
-            return self._block(self._suite(node.body), true_state), false_state
+            return self._block(node.body, true_state), false_state
 
         return self._loop(state, body, node.orelse)
 
@@ -475,7 +470,7 @@ class Statements:
             exhausted = head.copy()
             inner = head.copy()
             self._assign(node.target, iterable.element or UNTRACKED, inner, None)
-            return self._block(self._suite(node.body), inner), exhausted
+            return self._block(node.body, inner), exhausted
 
         return self._loop(state, body, node.orelse)
 
@@ -507,7 +502,7 @@ class Statements:
         end, exit_state = body(head.copy())
         self.loops.pop()
         if orelse:
-            exit_state = self._block(self._suite(orelse), exit_state)
+            exit_state = self._block(orelse, exit_state)
         return self.join_all([exit_state, *frame.breaks])
 
     _stmt_AsyncFor = _stmt_For
@@ -529,7 +524,7 @@ class Statements:
         outcomes: list[NullnessState] = []
         normal = current
         if node.orelse:
-            normal = self._block(self._suite(node.orelse), normal)
+            normal = self._block(node.orelse, normal)
         outcomes.append(normal)
         for handler in node.handlers:
             handler_state = handler_entry.copy()
@@ -538,13 +533,13 @@ class Statements:
             if handler.name is not None:
                 name = ast.copy_location(ast.Name(id=handler.name, ctx=ast.Store()), handler)
                 self._assign(name, UNTRACKED, handler_state, None)
-            outcomes.append(self._block(self._suite(handler.body), handler_state))
+            outcomes.append(self._block(handler.body, handler_state))
         after = self.join_all(outcomes)
         if not node.finalbody:
             return after
-        self._block(self._suite(node.finalbody), self.join(after, handler_entry))
+        self._block(node.finalbody, self.join(after, handler_entry))
         recording, self.recording = self.recording, False
-        result = self._block(self._suite(node.finalbody), after) if after.reachable else after
+        result = self._block(node.finalbody, after) if after.reachable else after
         self.recording = recording
         return result
 
@@ -577,7 +572,7 @@ class Statements:
                 if any(self._is_none_error(arg.value) for arg in call_arguments(expr)):
                     self.shielded = shielded or f"`{self._code(expr)}`"
         try:
-            after = self._block(self._suite(node.body), state)
+            after = self._block(node.body, state)
         finally:
             self.shielded = shielded
         for invariant, (fact, reason) in list(after.paths.items()):
@@ -639,7 +634,7 @@ class Statements:
                 case_state, _ = self._narrow(case.guard, case_state, "case guard")
             elif isinstance(case.pattern, ast.MatchAs) and case.pattern.pattern is None:
                 irrefutable = True
-            outcomes.append(self._block(self._suite(case.body), case_state))
+            outcomes.append(self._block(case.body, case_state))
         if not irrefutable:
             outcomes.append(state)
         return self.join_all(outcomes)

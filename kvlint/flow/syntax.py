@@ -34,6 +34,8 @@ def ref_key(node: ast.AST) -> str | None:
         index = node.slice
         if isinstance(index, ast.Constant):
             text = _literal(index.value)
+            if text is None:
+                return None
         elif isinstance(index, ast.Name):
             text = index.id
         else:
@@ -43,9 +45,13 @@ def ref_key(node: ast.AST) -> str | None:
     return None
 
 
-def _literal(value: object) -> str:
-    """A constant index as a key spells it: a string in double quotes, as vLLM's code writes it."""
-    text = repr(value)
+def _literal(value: object) -> str | None:
+    """A constant index as a key spells it: a string in double quotes, as vLLM's code writes it (None for
+    an integer too long to print)."""
+    try:
+        text = repr(value)
+    except ValueError:  # more digits than `sys.get_int_max_str_digits()` allows
+        return None
     if isinstance(value, str) and text.startswith("'") and '"' not in value and "\\" not in text:
         return f'"{value}"'
     return text
