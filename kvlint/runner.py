@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kvlint.config import Config
 from kvlint.discovery import SourceFile, UnreadablePath, iter_python_files, read_source
@@ -30,7 +30,7 @@ from kvlint.findings import Finding
 from kvlint.rules import INTERNAL_ERROR, UNREADABLE
 from kvlint.declarations import Declaration
 from kvlint.tree_index import TreeIndex
-from kvlint.worker_pool import WorkerPool
+from kvlint.worker_pool import STILL_READING, WorkerPool
 from kvlint.worker_pool import shared as shared_with_workers
 
 if TYPE_CHECKING:
@@ -88,16 +88,16 @@ def run(
     unreadable: list[Finding] = []
     skipped: list[tuple[SourceFile, bytes]] = []
     cache = _RunCache.open(cache_dir, config, everything) if cache_dir is not None and suppress else None
-    relevant: Iterable[tuple[SourceFile, bytes, Config, tuple[str, ...]]] = (  # read and scanned as the
-        (source, data, config, names)                                           # workers parse what it finds
+    relevant: Iterable[tuple[SourceFile, bytes, Config, tuple[str, ...]] | object] = (  # read and scanned
+        (source, data, config, names) if _is_relevant(source, data, names, skipped, unreadable)  # as the workers
+        else STILL_READING  # parse what it found: a skipped file lets the pool hand out what waits
         for source, data in _read(entries, unreadable)
-        if _is_relevant(source, data, names, skipped, unreadable)
     )
     if cache is not None:
         relevant = cache.unknown(relevant)
     jobs = min(jobs, default_jobs())  # more workers than CPUs only cost; the pool forks no more than its items
     with _Pool(jobs, len(entries)) as pool:
-        prepared = pool.map(_prepare, relevant, on_crash=_prepare_crashed)
+        prepared = pool.map(_prepare, relevant, on_crash=_prepare_crashed, size=_byte_count)
         declarations = [entry for p in prepared for entry in p.declarations]
         if cache is not None:
             declarations += cache.recalled_declarations()
@@ -165,11 +165,13 @@ class _RunCache:
 
         return cls(ResultCache(directory, config, everything))
 
-    def unknown(
-        self, items: Iterable[tuple[SourceFile, bytes, Config, tuple[str, ...]]]
-    ) -> Iterator[tuple[SourceFile, bytes, Config, tuple[str, ...]]]:
+    def unknown(self, items: Iterable[Any]) -> Iterator[Any]:
         """The items whose file has no cache entry; the others are set aside as recalled."""
-        for source, data, config, names in items:
+        for item in items:
+            if item is STILL_READING:
+                yield item
+                continue
+            source, data, config, names = item
             key = self.store.file_key(source.display_path, *module_name_for(source.path), data)
             self.keys[source.display_path] = key
             cached = self.store.recall(key)
@@ -224,6 +226,10 @@ def _is_relevant(
 
 def _unreadable(display_path: str, reason: str) -> Finding:
     return Finding(display_path, 1, 0, UNREADABLE, f"cannot read: {reason}", 1, 0)
+
+
+def _byte_count(args: tuple[SourceFile, bytes, Config, tuple[str, ...]]) -> int:
+    return len(args[1])
 
 
 def _prepare(args: tuple[SourceFile, bytes, Config, tuple[str, ...]]) -> PreparedFile:

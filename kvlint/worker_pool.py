@@ -19,6 +19,7 @@ What every item of a map needs alike (the runner's tree index) is passed as
 from __future__ import annotations
 
 import contextlib
+import heapq
 import itertools
 import os
 import pickle
@@ -43,6 +44,11 @@ def _install_shared(blob: bytes | None) -> None:
 
 
 _END = object()  # what `next` gives when a source of items has run out
+STILL_READING = object()  # a source yields it between items: the pool hands out what waits, then reads on
+
+
+def _items(source: Iterable[Any]) -> Iterator[Any]:
+    return (item for item in source if item is not STILL_READING)
 
 
 class _Worker:
@@ -109,26 +115,28 @@ class WorkerPool:
 
     def map(self, function: Callable[[Any], Any], items: Iterable[Any],
             progress: Callable[[int, int], None] | None = None,
-            on_crash: Callable[[Any], Any] | None = None, shared: Any = None) -> list[Any]:
+            on_crash: Callable[[Any], Any] | None = None, shared: Any = None,
+            size: Callable[[Any], int] | None = None) -> list[Any]:
         """`function(item)` for each item, in order; an item whose process dies twice gets `on_crash(item)`.
 
         `items` may be a generator that does work of its own (the runner reads and scans files in it): it is
         drawn from while the workers are busy, so that its work overlaps theirs. The first call that has two
         items starts two workers (fewer: this process does the work); more are forked as items wait for
-        one, up to `jobs`. `progress(done, total)` is called per item once the total is known. `shared`
-        is sent to each worker once, where `function` reads it with `shared()`.
+        one, up to `jobs`; while this process still reads a generator, one worker fewer works. `progress(done,
+        total)` is called per item once the total is known. `shared` is sent to each worker once, where
+        `function` reads it with `shared()`. With `size`, the largest waiting item is handed out first.
         """
         total = len(items) if isinstance(items, Sized) else None
         source = iter(items)
         received: list[Any] = []
         if self.parallel and not self.started:
-            received += itertools.islice(source, 2)
+            received += itertools.islice(_items(source), 2)
             if len(received) < 2:
                 return _in_process(function, received, progress, shared)
             self._start()
         if not self.workers:
-            return _in_process(function, [*received, *source], progress, shared)
-        feed = _Feed(source, received)
+            return _in_process(function, [*received, *_items(source)], progress, shared)
+        feed = _Feed(source, received, size)
         blob = None if shared is None else pickle.dumps(shared, protocol=pickle.HIGHEST_PROTOCOL)
         try:
             return self._distribute(function, feed, total, progress, on_crash, shared, blob)
@@ -162,7 +170,10 @@ class WorkerPool:
                 progress(len(results), total if total is not None else len(feed.items))
 
         while True:
-            while feed.waiting():
+            # while this process still reads and scans the items it hands out, it uses a CPU itself: as many
+            # workers as the others work meanwhile (on two CPUs, reading alone is the run's critical path)
+            working = self.jobs if total is not None or feed.exhausted else max(1, self.jobs - 1)
+            while len(busy) < working and feed.waiting():
                 if not idle and len(self.workers) < self.jobs and not self.problem:
                     worker = self._fork()
                     if worker is not None:
@@ -184,7 +195,7 @@ class WorkerPool:
                     for index in feed.rest():
                         finished(index, function(feed.items[index]))
                 return [results[index] for index in range(len(feed.items))]
-            reading = not feed.exhausted and not idle  # every worker is busy: read ahead rather than wait
+            reading = not feed.exhausted and (not idle or len(busy) >= working)  # read ahead rather than wait
             if reading:
                 feed.read()
             ready, _, _ = select.select(list(busy), [], [], 0 if reading else None)
@@ -223,36 +234,50 @@ class WorkerPool:
 
 
 class _Feed:
-    """The items of one `map`: those read so far from the source, and which were handed out."""
+    """The items of one `map`: those read so far from the source, and which wait to be handed out."""
 
-    def __init__(self, source: Iterator[Any], received: list[Any]):
-        self.source, self.items = source, received
-        self.next = 0  # the first item not handed out yet
+    def __init__(self, source: Iterator[Any], received: list[Any], size: Callable[[Any], int] | None = None):
+        self.source, self.items, self.size = source, [], size
+        self.pending: list[tuple[int, int]] = []  # (order, index) of the items read and not handed out: a heap
         self.exhausted = False
+        for item in received:
+            self._add(item)
+
+    def _add(self, item: Any) -> None:
+        index = len(self.items)
+        self.items.append(item)
+        heapq.heappush(self.pending, (-self.size(item) if self.size else 0, index))
 
     def read(self) -> bool:
-        """Draw one more item from the source; False when it has none left."""
+        """Draw one more item (or `STILL_READING`) from the source; False when it has none left."""
         item = _END if self.exhausted else next(self.source, _END)
         if item is _END:
             self.exhausted = True
             return False
-        self.items.append(item)
+        if item is not STILL_READING:
+            self._add(item)
         return True
 
     def waiting(self) -> bool:
-        """Whether an item waits to be handed out (reading one when none is left over)."""
-        return self.next < len(self.items) or self.read()
+        """Whether an item waits to be handed out (reading on until one does when none is left over)."""
+        while not self.pending:
+            if not self.read():
+                return False
+        return True
 
     def take(self) -> int:
-        self.next += 1
-        return self.next - 1
+        """The next item to hand out: the first read, or with `size` the largest waiting (so that the
+        largest item does not end the map alone)."""
+        return heapq.heappop(self.pending)[1]
 
-    def rest(self) -> range:
+    def rest(self) -> list[int]:
         """Every item not handed out yet, the source read to its end."""
-        self.items += self.source
+        for item in _items(self.source):
+            self._add(item)
         self.exhausted = True
-        taken, self.next = self.next, len(self.items)
-        return range(taken, len(self.items))
+        rest = sorted(index for _, index in self.pending)
+        self.pending = []
+        return rest
 
 
 def _in_process(function: Callable[[Any], Any], items: list[Any],

@@ -135,3 +135,48 @@ def test_items_left_to_this_process_when_the_workers_are_gone_see_shared(monkeyp
 
 def _with_shared_or_none(x: int) -> object:
     return shared()
+
+
+def test_a_source_may_say_it_is_still_reading_and_the_largest_waiting_item_goes_first() -> None:
+    from kvlint.worker_pool import STILL_READING, _Feed
+
+    def source() -> Iterator[object]:
+        yield from ["ab", STILL_READING, "abcdef", STILL_READING, STILL_READING, "abc"]
+
+    with WorkerPool(2, 100) as pool:  # the markers are no items: answers for the items only, in their order
+        assert pool.map(len, source(), size=len) == [2, 6, 3]
+    feed = _Feed(iter(["ab", STILL_READING, "abcdef", "a", "abc"]), [], size=len)
+    assert feed.read() and feed.read() and feed.items == ["ab"]  # a marker is read, and adds nothing
+    assert feed.read() and feed.read() and feed.read() and not feed.read()
+    assert [feed.items[feed.take()] for _ in range(4)] == ["abcdef", "abc", "ab", "a"]  # the largest first
+    fifo = _Feed(iter(["ab", "abcdef", "a"]), [])
+    assert fifo.waiting() and fifo.items[fifo.take()] == "ab" and fifo.rest() == [1, 2]  # no size: in order
+
+
+def _timed(x: int) -> tuple[float, float]:
+    started = time.monotonic()
+    time.sleep(0.15)
+    return started, time.monotonic()
+
+
+def test_while_this_process_reads_one_worker_fewer_works() -> None:
+    """On two CPUs, reading and scanning is the run's critical path: one worker works meanwhile, both after."""
+    reading_ends: list[float] = []
+
+    def source() -> Iterator[object]:
+        from kvlint.worker_pool import STILL_READING
+
+        yield from range(4)
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:  # reading on: about 1 s of skipped files
+            time.sleep(0.01)
+            yield STILL_READING
+        reading_ends.append(time.monotonic())
+        yield from range(4, 8)
+
+    with WorkerPool(2, 100) as pool:
+        spans = pool.map(_timed, source())
+    during = sorted(span for span in spans if span[0] < reading_ends[0])
+    assert len(during) >= 4 and all(a[1] <= b[0] for a, b in zip(during, during[1:]))  # one at a time
+    after = [span for span in spans if span[0] >= reading_ends[0]]
+    assert any(a[0] < b[1] and b[0] < a[1] for a in after for b in after if a is not b)  # then both at once
