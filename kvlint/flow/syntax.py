@@ -10,17 +10,10 @@ import tokenize
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from kvlint.names import ast_dotted_name
 
-def dotted_name(node: ast.AST) -> str | None:
-    """Return `a.b.c` for a Name/Attribute chain, else None."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
+
+dotted_name = ast_dotted_name  # `a.b.c` of a Name/Attribute chain, else None (the declarations' own)
 
 
 def ref_key(node: ast.AST) -> str | None:
