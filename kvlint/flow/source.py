@@ -39,19 +39,21 @@ class SourceText:
             encoded = self._encoded[line] = text.encode("utf-8", "surrogatepass")
         return len(encoded[:offset].decode("utf-8", "replace"))
 
-    def span(self, node: ast.AST) -> Span:
-        """The node's span in the file's lines and character columns."""
+    def _range(self, node: ast.AST) -> tuple[int, int, int, int]:
+        """The node's lines and character columns in the parsed text."""
         line, end_line = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
         column = self.column(line, node.col_offset)  # type: ignore[attr-defined]
-        end_column = self.column(end_line, node.end_col_offset or 0)  # type: ignore[attr-defined]
+        return line, column, end_line, self.column(end_line, node.end_col_offset or 0)  # type: ignore[attr-defined]
+
+    def span(self, node: ast.AST) -> Span:
+        """The node's span in the file's lines and character columns."""
+        line, column, end_line, end_column = self._range(node)
         last = len(self.line_map)
         return Span(self.line_map[min(line, last) - 1], column, self.line_map[min(end_line, last) - 1], end_column)
 
     def segment(self, node: ast.AST) -> str:
         """The node's source text as written."""
-        line, end_line = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
-        column = self.column(line, node.col_offset)  # type: ignore[attr-defined]
-        end_column = self.column(end_line, node.end_col_offset or 0)  # type: ignore[attr-defined]
+        line, column, end_line, end_column = self._range(node)
         if line == end_line:
             return self.lines[line - 1][column:end_column]
         return "".join([self.lines[line - 1][column:], *self.lines[line : end_line - 1],
@@ -72,8 +74,10 @@ class SourceText:
 
     def header_comments(self, definition: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
         """The comments of a `def`'s header: from `def` to the end of the line of its colon."""
-        start = definition.lineno
-        lines = iter(self.lines[start - 1 : definition.body[0].lineno])
+        header = self.lines[definition.lineno - 1 : definition.body[0].lineno]
+        if not any("#" in line for line in header):
+            return []  # most headers have no comment: no need to tokenize them
+        lines = iter(header)
         comments: list[str] = []
         depth, colon_line = 0, 0
         try:
