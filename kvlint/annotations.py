@@ -32,14 +32,3 @@ def classify_annotation(
     if declared is None or declared.kind != "class" or not matches(declared.name, tuple(payload_classes)):
         return None
     return AnnotationKind.OPTIONAL_PAYLOAD if declared.optional else AnnotationKind.PAYLOAD
-
-
-def classify_annotation_text(
-    text: str, resolve: Resolver, payload_classes: Iterable[str]
-) -> AnnotationKind | None:
-    """Classify an annotation given as source text."""
-    try:
-        node = ast.parse(text.strip(), mode="eval").body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    return classify_annotation(node, resolve, payload_classes)

@@ -503,14 +503,14 @@ def _sites(
         from kvlint.flow.lowering import lower_newer_syntax
 
         text, line_map = prepared.text, list(range(1, len(prepared.lines) + 2))
-        error = prepared.fallback_error
         parsed = lower_newer_syntax(text)  # the file's characters on each line, not always its bytes
         try:
-            if parsed is None:
-                raise SourceError(error.message)
-            module = _parse_ast(parsed)
-        except SourceError:  # what `ast` said of the file as written, not of a lowering
-            raise SourceError(error.message, error.line, error.column) from None
+            module = _parse_ast(parsed) if parsed is not None else None
+        except SourceError:
+            module = None
+        if module is None:  # what `ast` said of the file as written, not of a lowering
+            error = prepared.fallback_error
+            raise SourceError(error.message, error.line, error.column)
         prepared.imports = ImportTable.from_ast(module, prepared.module_name, prepared.is_package)
     else:
         text, line_map = reduced_text(prepared, config, names)

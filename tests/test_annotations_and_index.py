@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kvlint.annotations import AnnotationKind, classify_annotation_text
+from kvlint.annotations import AnnotationKind, classify_annotation
 from kvlint.config import Config
 from kvlint.names import ImportTable
 from kvlint.runner import run
@@ -46,7 +46,8 @@ IMPORTS = ImportTable({
     ("'not an annotation ('", None),
 ])
 def test_annotation_spellings(text: str, expected: AnnotationKind | None) -> None:
-    assert classify_annotation_text(text, IMPORTS.resolve_dotted, ("KVConnectorOutput",)) is expected
+    annotation = ast.parse(text, mode="eval").body
+    assert classify_annotation(annotation, IMPORTS.resolve_dotted, ("KVConnectorOutput",)) is expected
 
 
 SOURCE = '''

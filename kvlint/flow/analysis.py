@@ -48,8 +48,6 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
     ) -> None:
         self.module = module
         self.source = source
-        self.span_of = source.span
-        self.source_of = source.segment
         self.imports = imports
         self.index = index
         self.config = config

@@ -45,15 +45,15 @@ class Recording:
     """Record sites; mixed into `FlowAnalysis`."""
 
     def _span(self, node: ast.AST) -> Span:
-        return self.span_of(node)
+        return self.source.span(node)
 
     def _code(self, node: ast.AST) -> str:
         """The node's source as a message shows it (one line, no comments, shortened)."""
-        return one_line(self.source_of(node))
+        return one_line(self.source.segment(node))
 
     def _source(self, node: ast.AST) -> str:
         """The node's source text as written."""
-        return self.source_of(node)
+        return self.source.segment(node)
 
     def _record(
         self, kind: SiteKind, node: ast.AST, state: NullnessState | None = None, invariant: str = "",
