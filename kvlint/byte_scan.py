@@ -8,42 +8,55 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
+from typing import Any
 
 
 def mentions_any(data: bytes | str, names: Iterable[str]) -> bool:
     """The byte scan: can this file concern kvlint at all?"""
     text_probes, byte_probes = _probes(tuple(names))
-    probes = byte_probes if isinstance(data, bytes) else text_probes
-    return any(probe in data and (not group or any(needle in data for needle in group)) for probe, group in probes)
+    return _any_found(data, byte_probes if isinstance(data, bytes) else text_probes)
+
+
+def _any_found(data: bytes | str, probes: Probes) -> bool:
+    """Whether a needle under these probes is in `data`: a probe's members are searched for only where it is."""
+    return any(probe in data and (not members or _any_found(data, members)) for probe, members in probes)
 
 
 _PROBE_LENGTH = 8  # the shortest substring shared by needles that is searched for in their place
 _MAX_GROUPED = 40
+_NESTING_GAIN = 4  # how much longer a group's probe must be than its parent's to be searched for on its own
 
 
-Probes = tuple[tuple[str, tuple[str, ...]], ...]
+Probes = tuple[tuple[Any, "Probes"], ...]  # (substring, the probes it stands for; none: it is a needle)
 
 
 @functools.lru_cache(maxsize=32)
-def _probes(names: tuple[str, ...]) -> tuple[Probes, tuple[tuple[bytes, tuple[bytes, ...]], ...]]:
-    """The needles, those that share a long substring searched for once: `_connector_output` stands for
-    `kv_connector_output` and `ec_connector_output`, and only a file that has it is searched for them.
-    Each probe is (substring, the needles it stands for); a needle that shares nothing stands for itself
-    (an empty group). One `in` per probe over most files: each invariant adds few probes, not all its names."""
-    groups = [(needle, (needle,)) for needle in _needles(names)[0]]
-    while len(groups) <= _MAX_GROUPED:  # pairs cost quadratic time: a long list of names is searched as it is
-        best = max(
-            ((_common_substring(a[0], b[0]), i, j) for i, a in enumerate(groups) for j, b in enumerate(groups)
+def _probes(names: tuple[str, ...]) -> tuple[Probes, Probes]:
+    """The needles as a tree of probes, for text and for bytes: needles that share a long substring are
+    searched for through it, and only a file that has it is searched for them. `_connector_output` stands
+    for `kv_connector_output` and `ec_connector_output`, and `onnector` for it and `ConnectorOutput`: a file
+    without `onnector` (most) costs one search for the four; one with it, a search per level, not one per
+    needle, so that an invariant's names add few searches over the files that mention their kin."""
+    nodes: list[tuple[str, Probes]] = [(needle, ()) for needle in _needles(names)[0]]
+    while len(nodes) <= _MAX_GROUPED:  # pairs cost quadratic time: a long list of names is searched as it is
+        shared, i, j = max(
+            ((_common_substring(a[0], b[0]), i, j) for i, a in enumerate(nodes) for j, b in enumerate(nodes)
              if i < j),
             default=("", 0, 0), key=lambda item: len(item[0]),
         )
-        shared, i, j = best
         if len(shared) < _PROBE_LENGTH:
             break
-        merged = (shared, groups[i][1] + groups[j][1])
-        groups = [group for k, group in enumerate(groups) if k not in (i, j)] + [merged]
-    text = tuple((probe, members if members != (probe,) else ()) for probe, members in groups)
-    return text, tuple((probe.encode(), tuple(m.encode() for m in members)) for probe, members in text)
+        merged = tuple(  # a group whose probe is hardly longer than the shared one joins this level, rather
+            member for node in (nodes[i], nodes[j])  # than nest: a file with one mostly has the other too
+            for member in (node[1] if node[1] and len(node[0]) < len(shared) + _NESTING_GAIN else (node,))
+        )
+        nodes = [node for k, node in enumerate(nodes) if k not in (i, j)] + [(shared, merged)]
+    text = tuple(nodes)
+    return text, _encoded(text)
+
+
+def _encoded(probes: Probes) -> Probes:
+    return tuple((probe.encode(), _encoded(members)) for probe, members in probes)
 
 
 def _common_substring(a: str, b: str) -> str:

@@ -464,11 +464,7 @@ def module_declarations(
                 stack.append((child, qualname))
             else:
                 stack.append((child, prefix))
-    counts = {
-        f"{invariant}:{name}": count
-        for invariant, guards, contexts in path_names if guards or contexts
-        for name, count in PathCallCounter(resolve, guards, contexts).count(tree).items()
-    }
+    counts = PathCallCounter(resolve, [entry for entry in path_names if entry[1] or entry[2]]).count(tree)
     if counts:
         found.append(PathCalls(module_name, tuple(sorted(counts.items()))))
     return sorted(found, key=lambda d: (type(d).__name__, getattr(d, "qualname", getattr(d, "module", ""))))
@@ -505,17 +501,19 @@ class PathCallCounter:
     after `if not guard(): <exit>` or `assert guard()`, inside or after `with connector_context(...)`.
 
     Only statements; expressions are walked for the statements found on such a path, so a module
-    without guards costs one statement walk. The tree index compares these counts with every
-    mention of a name in the tree: a function all of whose mentions are such calls is on a path.
+    without guards costs one statement walk, whatever the number of invariants: each statement is
+    visited once with the set of invariants whose path it is on. The tree index compares these counts
+    with every mention of a name in the tree: a function all of whose mentions are such calls is on a path.
     """
 
-    def __init__(self, resolve: Resolver, guards: tuple[str, ...], contexts: tuple[str, ...]):
-        self.resolve, self.guards, self.contexts = resolve, guards, contexts
-        self.counts: dict[str, int] = {}
+    def __init__(self, resolve: Resolver, path_names: Iterable[tuple[str, tuple[str, ...], tuple[str, ...]]]):
+        self.resolve = resolve
+        self.path_names = tuple(path_names)  # (invariant, its guards, its contexts)
+        self.counts: dict[str, int] = {}  # `invariant:name`
 
     def count(self, tree: ast.Module) -> dict[str, int]:
-        if self.guards or self.contexts:
-            self._block(tree.body, False)
+        if self.path_names:
+            self._block(tree.body, frozenset())
         return self.counts
 
     def _is(self, node: ast.expr, names: tuple[str, ...]) -> bool:
@@ -524,38 +522,47 @@ class PathCallCounter:
         name = ast_dotted_name(node.func)
         return name is not None and matches(self.resolve(name), names)
 
-    def _polarity(self, test: ast.expr) -> int:
+    def _polarity(self, test: ast.expr, guards: tuple[str, ...]) -> int:
         """+1: true only with a connector; -1: `not guard()`; 0: says nothing."""
-        if self._is(test, self.guards):
+        if self._is(test, guards):
             return 1
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and self._is(test.operand, self.guards):
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and self._is(test.operand, guards):
             return -1
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-            return 1 if any(self._polarity(value) == 1 for value in test.values) else 0
+            return 1 if any(self._polarity(value, guards) == 1 for value in test.values) else 0
         return 0
 
-    def _block(self, statements: list[ast.stmt], on: bool) -> None:
+    def _guarded(self, test: ast.expr) -> tuple[frozenset[str], frozenset[str]]:
+        """The invariants whose guard the test asserts, and those whose guard it denies."""
+        polarities = [(name, self._polarity(test, guards)) for name, guards, _ in self.path_names]
+        return (frozenset(name for name, polarity in polarities if polarity == 1),
+                frozenset(name for name, polarity in polarities if polarity == -1))
+
+    def _block(self, statements: list[ast.stmt], on: frozenset[str]) -> None:
         for statement in statements:
             on = self._statement(statement, on)
 
-    def _statement(self, node: ast.stmt, on: bool) -> bool:
-        """Visit one statement; return whether the statements after it are on a path."""
+    def _statement(self, node: ast.stmt, on: frozenset[str]) -> frozenset[str]:
+        """Visit one statement; return the invariants whose path the statements after it are on."""
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            self._block(node.body, False)  # defined here, called who knows where
+            self._block(node.body, frozenset())  # defined here, called who knows where
             return on
         if on:
-            self._calls(node)
+            self._calls(node, on)
         if isinstance(node, ast.If):
-            polarity = self._polarity(node.test)
-            self._block(node.body, on or polarity == 1)
-            self._block(node.orelse, on or polarity == -1)
-            if polarity == -1 and node.body and isinstance(node.body[-1], _EXITS) and not node.orelse:
-                return True
+            asserted, denied = self._guarded(node.test)
+            self._block(node.body, on | asserted)
+            self._block(node.orelse, on | denied)
+            if denied and node.body and isinstance(node.body[-1], _EXITS) and not node.orelse:
+                return on | denied
             return on
-        if isinstance(node, ast.Assert) and self._polarity(node.test) == 1:
-            return True
+        if isinstance(node, ast.Assert):
+            return on | self._guarded(node.test)[0]
         if isinstance(node, (ast.With, ast.AsyncWith)):
-            inside = on or any(self._is(item.context_expr, self.contexts) for item in node.items)
+            inside = on | {
+                name for name, _, contexts in self.path_names
+                if any(self._is(item.context_expr, contexts) for item in node.items)
+            }
             self._block(node.body, inside)
             return inside
         for child in child_statements(node):
@@ -565,8 +572,9 @@ class PathCallCounter:
                 self._block(getattr(child, "body", []), on)
         return on
 
-    def _calls(self, node: ast.stmt) -> None:
-        """Count the calls in the statement's own expressions (not in its nested blocks)."""
+    def _calls(self, node: ast.stmt, on: frozenset[str]) -> None:
+        """Count the calls in the statement's own expressions (not in its nested blocks), for each invariant
+        whose path the statement is on."""
         stack: list[ast.AST] = [
             value for name, value in ast.iter_fields(node) if name not in _BLOCK_FIELDS and isinstance(value, ast.AST)
         ]
@@ -580,7 +588,9 @@ class PathCallCounter:
                 target = current.func  # `obj.name(...)` can only be a method; `name(...)` only a function
                 name = f".{target.attr}" if isinstance(target, ast.Attribute) else getattr(target, "id", None)
                 if name:
-                    self.counts[name] = self.counts.get(name, 0) + 1
+                    for invariant in on:
+                        key = f"{invariant}:{name}"
+                        self.counts[key] = self.counts.get(key, 0) + 1
             stack.extend(ast.iter_child_nodes(current))
 
 

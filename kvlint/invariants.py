@@ -45,11 +45,13 @@ class Invariant:
         return self.payload_class.rpartition(".")[2] or "connector output"
 
     def names(self) -> tuple[str, ...]:
-        """Every configured name of this invariant (what a file must mention for it to matter)."""
+        """The names of this invariant a file must mention for it to matter. Not the attaching helpers: a rule
+        looks at a helper's call only in a unit that names the field, the payload, an output class, a sentinel,
+        a guard or a context as well (a helper alone is no unit's reason to be analysed), so a file that
+        mentions nothing but a helper holds nothing to check, and the byte scan need not look for them."""
         return (
             *self.optional_fields, self.payload_class, *self.output_classes, *self.empty_sentinels,
-            *self.attaching_helpers, *self.connector_guards, *self.connector_contexts, *self.optional_contexts,
-            *self.connector_functions,
+            *self.connector_guards, *self.connector_contexts, *self.optional_contexts, *self.connector_functions,
         )
 
     def as_dict(self) -> dict[str, object]:

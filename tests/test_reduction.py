@@ -52,6 +52,32 @@ def test_findings_in_kept_units_keep_their_original_lines() -> None:
     assert [(f.line, f.column, f.code) for f in findings] == [(19, 15, "KVC001")]
 
 
+HELPER_ONLY = """\
+def finish_step(step_output, finished):
+    \"\"\"Hand the step's output on with the transfers that finished.\"\"\"
+    if not finished:
+        return step_output
+    return step_output.with_kv_conn_output_only(finished)
+"""
+
+HELPER_BESIDE_THE_FIELD = """\
+def finish_step(step_output, outputs):
+    kvo = outputs[0].kv_connector_output
+    done = kvo.finished_sending
+    return step_output.with_kv_conn_output_only(done)
+"""
+
+
+def test_a_file_that_names_only_an_attaching_helper_is_not_analysed() -> None:
+    """A rule reads a helper's call only where the unit names the field, a sentinel, an output class, a
+    guard or a context too: a file that names nothing but the helper has nothing to check."""
+    assert not prepare_source(HELPER_ONLY.encode(), "finish.py", Config(), "finish").relevant
+    assert not analyse_source(HELPER_ONLY, "finish.py").analysed
+    beside = analyse_source(HELPER_BESIDE_THE_FIELD, "finish.py")
+    assert beside.analysed
+    assert [(f.line, f.code) for f in beside.findings] == [(3, "KVC001")]
+
+
 @pytest.mark.parametrize(("code", "shown"), [
     ("has_kv_transfer_group(\n)", "has_kv_transfer_group()"),
     ("KVConnectorOutput(\n    finished_sending=done,\n    finished_recving=recv,\n)",

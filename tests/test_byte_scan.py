@@ -1,0 +1,76 @@
+"""The byte scan (kvlint/byte_scan.py): whether a file mentions any configured name, searched for through
+a tree of shared substrings. It must answer exactly what one search per name would, and a second invariant
+whose names share substrings with the first must add few searches over the files that mention neither."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kvlint.byte_scan import _probes, mentions_any
+from kvlint.config import Config
+
+
+class _CountingText(str):
+    """A file's text that counts the substring searches made in it."""
+
+    searches = 0
+
+    def __contains__(self, needle: object) -> bool:
+        type(self).searches += 1
+        return str.__contains__(self, needle)  # type: ignore[operator]
+
+
+def _searches(text: str, names: tuple[str, ...]) -> int:
+    _CountingText.searches = 0
+    mentions_any(_CountingText(text), names)
+    return _CountingText.searches
+
+
+UNRELATED = '''\
+from vllm.distributed.parallel_state import get_pp_group
+
+
+class CacheConnectorStats:
+    """Counts of what the connector moved in one step."""
+
+    def reset(self) -> None:
+        self.connector_bytes = 0
+'''
+
+
+def test_the_ec_preset_adds_no_search_over_a_file_that_names_the_connector_but_no_invariant() -> None:
+    both, kv = Config().names(), Config(presets=("kv",)).names()
+    assert not mentions_any(UNRELATED, both)
+    assert _searches(UNRELATED, both) == _searches(UNRELATED, kv) == 7  # 4 probes, then 3 under `onnector`
+    assert _searches("x = 1\n", both) == _searches("x = 1\n", kv)  # most files: one search per probe
+
+
+def test_needles_that_share_a_long_substring_are_searched_for_through_it() -> None:
+    text_probes, byte_probes = _probes(Config().names())
+    assert [probe for probe, _ in text_probes] == [
+        "ModelRunnerOutput", "EMPTY_MODEL_RUNNER_OUTPUT", "_transfer", "onnector",
+    ]
+    connector = dict(text_probes)["onnector"]
+    assert sorted(probe for probe, _ in connector) == ["ConnectorOutput", "_connector_output", "kvlint: connector-path"]
+    assert sorted(probe for probe, _ in dict(connector)["_connector_output"]) == [
+        "ec_connector_output", "kv_connector_output",
+    ]
+    assert byte_probes[0] == (b"ModelRunnerOutput", ())
+
+
+@given(
+    names=st.lists(st.sampled_from([
+        "kv_connector_output", "ec_connector_output", "KVConnectorOutput", "ECConnectorOutput", "has_kv_transfer_group",
+        "has_ec_transfer", "kvlint: connector-path", "draft_output", "DraftOutput", "spec_output", "get_output",
+    ]), min_size=1, max_size=8),
+    text=st.lists(st.sampled_from([
+        "kv_connector", "connector_output", "ec_", "_output", "Output", "ConnectorOut", "has_", "transfer",
+        "_transfer_group", "get_", "draft", "spec", "kvlint: ", "connector-path", " ", "\n", "x",
+    ]), max_size=12).map("".join),
+)
+@settings(max_examples=400, deadline=None)
+def test_the_probe_tree_answers_what_one_search_per_name_would(names: list[str], text: str) -> None:
+    expected = any(name in text for name in names)
+    assert mentions_any(text, names) is expected
+    assert mentions_any(text.encode(), names) is expected
