@@ -291,22 +291,38 @@ def build_index(
     defined in a skipped file is not Optional-only; such a file mentions the
     name, so only the callers need that second look. Last, the functions every
     mention of which is a call on a connector path (`relevant_texts` are the
-    relevant files' sources)."""
+    relevant files' sources): those the relevant files call only there, and no
+    skipped file names. One pass over the skipped files serves both questions."""
     index = TreeIndex(entries, payload_classes=config.payload_classes)
-    configured = config.names()  # a skipped file mentions none of them, nor any name containing one
-    candidates = tuple(sorted(
-        n for n in index.candidate_names()
-        if not n.startswith("_") and not any(c in n for c in configured)  # a private name stays in its own file
-    ))
-    callers = [(source, data) for source, data in skipped if mentions_any(data, candidates)] if candidates else []
+    path_only = index.path_only_callees(relevant_texts) if index.callee_candidates() else {}
+    wanted = caller_names(index, config)
+    unseen = sorted({call.lstrip(".").encode() for call in path_only})
+    callers: list[tuple[SourceFile, bytes]] = []
+    named_elsewhere: set[str] = set()
+    for source, data in skipped:
+        if wanted and mentions_any(data, wanted):
+            callers.append((source, data))
+        if unseen and any(name in data for name in unseen):
+            named_elsewhere.update(name.decode() for name in unseen if name in data)
+            unseen = [name for name in unseen if name.decode() not in named_elsewhere]
     if index.optional_method_names:
         names = sorted(index.optional_method_names)
         pattern = re.compile(rb"\bdef\s+(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b")
         elsewhere = {match.group(1).decode() for _, data in callers for match in pattern.finditer(data)}
         index = TreeIndex(entries, elsewhere, config.payload_classes)
-    if index.callee_candidates():
-        index.find_connector_callees(relevant_texts, [data for _, data in skipped])
+    index.settle_connector_callees(path_only, named_elsewhere)
     return index, callers
+
+
+def caller_names(index: TreeIndex, config: Config) -> tuple[str, ...]:
+    """The names whose mention makes a file the byte scan skipped worth analysing: what the tree declares to
+    return or hold the payload. A skipped file mentions no configured name, nor any name containing one, and a
+    private name stays in its own file."""
+    configured = config.names()
+    return tuple(sorted(
+        name for name in index.candidate_names()
+        if not name.startswith("_") and not any(c in name for c in configured)
+    ))
 
 
 def _Pool(jobs: int, size: int) -> WorkerPool:  # noqa: N802 - reads as the class it returns

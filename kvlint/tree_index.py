@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from itertools import chain
 
 from kvlint.byte_scan import mentions_any
@@ -143,24 +143,31 @@ class TreeIndex:
         """How calls of the function are counted: `.name` for a method, `name` for a function."""
         return f".{decl.name}" if decl.qualname.rpartition(".")[0] in self.classes else decl.name
 
-    def find_connector_callees(self, relevant_texts: Sequence[str], other_files: Sequence[bytes]) -> None:
-        """Keep the candidates whose every mention in the tree is one of the counted calls."""
-        found: dict[str, tuple[str, ...]] = {}
-        candidates = self.callee_candidates()
-        wanted = {key.partition(":")[2].lstrip(".") for key in candidates}
+    def callee_names(self) -> tuple[str, ...]:
+        """The names of the callee candidates, as a text mentions them."""
+        return tuple(sorted({key.partition(":")[2].lstrip(".") for key in self.callee_candidates()}))
+
+    def path_only_callees(self, relevant_texts: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """The candidates every mention of which in the relevant texts is a counted call: `.name` or `name`
+        -> the invariants whose path those calls are on. Each is a connector callee unless a file outside
+        the texts (one the byte scan skipped) names it too (`settle_connector_callees`)."""
+        wanted = set(self.callee_names())
         mentions: Counter[str] = Counter()
         for text in relevant_texts:
             if mentions_any(text, wanted):  # most texts name none of them
                 mentions.update(word_mentions(text, wanted))
-        for key in candidates:
+        found: dict[str, tuple[str, ...]] = {}
+        for key in self.callee_candidates():
             invariant, _, call = key.partition(":")
-            name = call.lstrip(".")
-            if mentions[name] != self.path_calls[key]:
-                continue  # also called, or named, off the path in the relevant files
-            encoded = name.encode()
-            if not any(encoded in data for data in other_files):  # the other files have no guard at all
+            if mentions[call.lstrip(".")] == self.path_calls[key]:  # else also called, or named, off the path
                 found[call] = (*found.get(call, ()), invariant)
-        self.connector_callees = found
+        return found
+
+    def settle_connector_callees(self, path_only: dict[str, tuple[str, ...]], named_elsewhere: Collection[str]) -> None:
+        """Keep those of `path_only_callees` that no other file names (the other files have no guard at all)."""
+        self.connector_callees = {
+            call: invariants for call, invariants in path_only.items() if call.lstrip(".") not in named_elsewhere
+        }
 
     # ------------------------------------------------------------ functions
 

@@ -68,10 +68,11 @@ def test_connector_callees_compile_no_pattern_per_name(count: int, monkeypatch: 
     monkeypatch.setattr(index, "callee_candidates", lambda: [f"kv:make_{n}" for n in range(count)])
     index.path_calls = {f"kv:make_{n}": 1 for n in range(count)}  # calls on the `kv` invariant's path
     texts = ["".join(f"def make_{n}():\n    pass\nmake_{n}()\n" for n in range(count))]
-    index.find_connector_callees(texts, [b"nothing here"])
+    index.settle_connector_callees(index.path_only_callees(texts), frozenset())
     assert compiled == []
     assert index.connector_callees == {f"make_{n}": ("kv",) for n in range(count)}
-    index.find_connector_callees(texts + ["make_3()\n"], [b""])  # a second mention off the path
+    off_the_path = texts + ["make_3()\n"]  # a second mention of `make_3`, not on a path
+    index.settle_connector_callees(index.path_only_callees(off_the_path), frozenset())
     assert "make_3" not in index.connector_callees and "make_4" in index.connector_callees
 
 

@@ -30,7 +30,7 @@ from kvlint.discovery import (
     read_source,
 )
 from kvlint.engine import PreparedFile, module_name_for, prepare_source
-from kvlint.runner import build_index
+from kvlint.runner import build_index, caller_names
 from kvlint.tree_index import TreeIndex, word_mentions
 
 
@@ -74,16 +74,6 @@ def tree_index(files: Iterable[IndexedFile], config: Config) -> TreeIndex:
     skipped = [(SourceFile(file.path, str(file.path)), file.data) for file in files if not file.scanned]
     texts = [file.text for file in files if file.scanned]
     return build_index(declarations, skipped, config, texts)[0]
-
-
-def caller_names(index: TreeIndex, config: Config) -> tuple[str, ...]:
-    """The names whose mention makes a file the byte scan skipped worth analysing (as `runner.build_index`
-    picks the callers of Optional-returning functions)."""
-    configured = config.names()
-    return tuple(sorted(
-        name for name in index.candidate_names()
-        if not name.startswith("_") and not any(c in name for c in configured)
-    ))
 
 
 def index_key(index: TreeIndex | None) -> object:
@@ -201,7 +191,7 @@ def _gives_the_same(saved: IndexedFile, own: IndexedFile, index: TreeIndex, conf
     """Whether the index built with `own` in place of `saved` is `index` (most edits change no declaration)."""
     if saved.scanned != own.scanned:
         return False
-    callees = tuple(sorted({key.partition(":")[2].lstrip(".") for key in index.callee_candidates()}))
+    callees = index.callee_names()
     if saved.scanned:
         if saved.declarations != own.declarations:
             return False
@@ -213,7 +203,7 @@ def _gives_the_same(saved: IndexedFile, own: IndexedFile, index: TreeIndex, conf
 
 @functools.lru_cache(maxsize=16)  # a saved file's text is the same object from one keystroke to the next
 def _mentions(text: str, names: tuple[str, ...]) -> Counter[str]:
-    """How often each name is a word of the text, less its definitions (`TreeIndex.find_connector_callees`)."""
+    """How often each name is a word of the text, less its definitions (`TreeIndex.path_only_callees`)."""
     return +word_mentions(text, names)  # (without the names it never mentions, as the counts compare)
 
 
