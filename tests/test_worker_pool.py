@@ -4,6 +4,7 @@ worker left behind (each case one a review of the streaming pool found wrong).""
 from __future__ import annotations
 
 import errno
+import gc
 import functools
 import os
 import time
@@ -180,3 +181,18 @@ def test_while_this_process_reads_one_worker_fewer_works() -> None:
     assert len(during) >= 4 and all(a[1] <= b[0] for a, b in zip(during, during[1:]))  # one at a time
     after = [span for span in spans if span[0] >= reading_ends[0]]
     assert any(a[0] < b[1] and b[0] < a[1] for a in after for b in after if a is not b)  # then both at once
+
+
+def _collector_settings(x: int) -> tuple[int, int, int]:
+    return gc.get_freeze_count(), gc.get_threshold()[0], os.getpid()
+
+
+def test_the_runs_workers_freeze_what_they_inherit_and_collect_young_objects_less_often() -> None:
+    from kvlint import runner
+
+    before = gc.get_threshold()
+    with runner._Pool(2, 10) as pool:
+        settings = pool.map(_collector_settings, range(6))
+    assert {pid for *_, pid in settings} - {os.getpid()}  # answered by workers
+    assert all(frozen > 0 and young == runner._YOUNG_COLLECTION for frozen, young, _ in settings)
+    assert gc.get_threshold() == before  # this process keeps its own collector settings
