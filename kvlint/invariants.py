@@ -129,6 +129,7 @@ class InvariantSet:
         # the invariants a sentinel of unknown spelling belongs to: all, when all have the same sentinels
         same = len({frozenset(i.empty_sentinels) for i in self.invariants}) == 1
         self.shared_sentinel = tuple(self.by_name) if same else ()
+        self._claims: dict[tuple[str, str], tuple[str, ...]] = {}  # `_every`'s answers
 
     def of_field(self, name: str) -> str:
         """The invariant whose optional field `name` is ("" none)."""
@@ -175,14 +176,16 @@ class InvariantSet:
         return every[0] if every else ""
 
     def _every(self, qualified: str | None, key: str) -> tuple[str, ...]:
+        """The invariants whose `key` names `qualified`; remembered, as the analysis asks it of every call."""
         if not qualified:
             return ()
-        found = []
-        for invariant in self.invariants:
-            value = getattr(invariant, key)
-            if matches(qualified, (value,) if isinstance(value, str) else value):
-                found.append(invariant.name)
-        return tuple(found)
+        found = self._claims.get((qualified, key))
+        if found is None:
+            found = self._claims[(qualified, key)] = tuple(
+                invariant.name for invariant in self.invariants
+                if matches(qualified, (value,) if isinstance(value := getattr(invariant, key), str) else value)
+            )
+        return found
 
 
 def _union(groups: Iterable[Iterable[str]]) -> tuple[str, ...]:

@@ -343,7 +343,7 @@ def _collect_less() -> None:
     """Python's cyclic collector in a worker: the objects it inherits from the parent are frozen (never
     traversed, so never copied on write), and young objects are collected every 50,000 allocations rather
     than every 700 (as mypy does: parsing a 7,000-line file makes 200,000 objects that all survive their
-    first collections). Measured on vLLM 0.33: a third less CPU in the workers' parsing (bench/README.md)."""
+    first collections). Measured on vLLM 0.33: a sixth less CPU in the workers (bench/README.md)."""
     gc.freeze()
     gc.set_threshold(_YOUNG_COLLECTION, *gc.get_threshold()[1:])
 

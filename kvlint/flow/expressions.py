@@ -7,7 +7,8 @@ import dataclasses
 import io
 import re
 import tokenize
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from kvlint.flow.recording import site_invariant
 from kvlint.flow.state import (
@@ -20,7 +21,6 @@ from kvlint.flow.state import (
     join_values,
 )
 from kvlint.flow.syntax import (
-    FUNCTIONS,
     call_arguments,
     dotted_name,
     operator_text,
@@ -448,38 +448,29 @@ class Expressions:
         Every identifier counts, whatever its role (silence over a guess: a value whose name appears is
         taken as handed on): attribute names (`.kvo`), keyword names (`kvo=`), parameter names, a
         definition's or an import's names too.
-        Remembered per node: loops are walked again until their facts settle."""
+        Remembered per node: loops are walked again until their facts settle, and a call's argument that is
+        itself a call was asked about first (its arguments are handed on before it), so the walk takes a
+        sub-expression's names as remembered rather than walk it again."""
         found = self.names_within.get(id(node))
         if found is None:
             names: set[str] = set()
-            for current in ast.walk(node):
-                if isinstance(current, ast.Name):
-                    names.add(current.id)
-                elif isinstance(current, ast.Attribute):
-                    names.add(current.attr)
-                elif isinstance(current, ast.keyword):
-                    if current.arg is not None:
-                        names.add(current.arg)
-                elif isinstance(current, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
-                    if current.name is not None:
-                        names.add(current.name)
-                elif isinstance(current, ast.arg):
-                    names.add(current.arg)
-                elif isinstance(current, (*FUNCTIONS, ast.ClassDef)):
-                    names.add(current.name)
-                elif isinstance(current, ast.alias):
-                    if current.name != "*":
-                        names.update(current.name.split("."))
-                    if current.asname:
-                        names.add(current.asname)
-                elif isinstance(current, ast.ImportFrom) and current.module:
-                    names.update(current.module.split("."))
-                elif isinstance(current, (ast.Global, ast.Nonlocal)):
-                    names.update(current.names)
-                elif isinstance(current, ast.MatchMapping) and current.rest:
-                    names.add(current.rest)
-                elif isinstance(current, ast.MatchClass):
-                    names.update(current.kwd_attrs)
+            stack = [node]
+            while stack:
+                current = stack.pop()
+                known = self.names_within.get(id(current)) if current is not node else None
+                if known is not None:
+                    names |= known
+                    continue
+                kind = type(current)
+                if kind is ast.Name:
+                    names.add(current.id)  # type: ignore[attr-defined]
+                    continue  # its only child is its context (`Load`)
+                if kind is ast.Constant:
+                    continue
+                identifiers = _IDENTIFIERS.get(kind)
+                if identifiers is not None:
+                    names.update(identifiers(current))
+                stack.extend(ast.iter_child_nodes(current))
             found = self.names_within[id(node)] = frozenset(names)
         return found
 
@@ -851,3 +842,31 @@ def _payload_of(declared: TypeRef) -> str:
     while declared.kind in ("list", "dict") and declared.element is not None:
         declared = declared.element
     return declared.name if declared.kind == "class" else ""
+
+
+def _optional(name: str | None) -> tuple[str, ...]:
+    return (name,) if name is not None else ()
+
+
+def _alias_names(node: ast.alias) -> list[str]:
+    return [*(node.name.split(".") if node.name != "*" else ()), *_optional(node.asname)]
+
+
+# the identifiers each kind of node spells itself (its children are walked for theirs)
+_IDENTIFIERS: dict[type, Callable[[Any], Iterable[str]]] = {
+    ast.Attribute: lambda node: (node.attr,),
+    ast.keyword: lambda node: _optional(node.arg),
+    ast.ExceptHandler: lambda node: _optional(node.name),
+    ast.MatchAs: lambda node: _optional(node.name),
+    ast.MatchStar: lambda node: _optional(node.name),
+    ast.arg: lambda node: (node.arg,),
+    ast.FunctionDef: lambda node: (node.name,),
+    ast.AsyncFunctionDef: lambda node: (node.name,),
+    ast.ClassDef: lambda node: (node.name,),
+    ast.alias: _alias_names,
+    ast.ImportFrom: lambda node: node.module.split(".") if node.module else (),
+    ast.Global: lambda node: node.names,
+    ast.Nonlocal: lambda node: node.names,
+    ast.MatchMapping: lambda node: _optional(node.rest),
+    ast.MatchClass: lambda node: node.kwd_attrs,
+}
