@@ -71,6 +71,11 @@ def _common_substring(a: str, b: str) -> str:
     return best
 
 
+def distinct_needles(names: Iterable[str]) -> tuple[str, ...]:
+    """The names, without those that contain another one (where one is found, so is the other)."""
+    return _needles(tuple(names))[0]
+
+
 @functools.lru_cache(maxsize=32)
 def _needles(names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[bytes, ...]]:
     """The names to look for, without those that contain another one: a file that

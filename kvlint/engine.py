@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from kvlint.config import Config
 from kvlint.findings import Finding
 from kvlint.fixes import line_offsets
-from kvlint.byte_scan import mentions_any
+from kvlint.byte_scan import distinct_needles, mentions_any
 from kvlint.annotations import AnnotationKind, classify_annotation
 from kvlint.names import ImportTable, first_line, walk_statements
 from kvlint.noqa import is_suppressed, noqa_line_mapping
@@ -362,7 +362,8 @@ def _relevance(config: Config, extra_names: tuple[str, ...], extra_output_classe
     if called:
         alternatives.append(rf"\b(?:{'|'.join(map(re.escape, sorted(called)))})\s*\(")
     alternatives.append(r"kvlint:\s*connector-path")
-    return _Relevance(re.compile("|".join(alternatives)), tuple(sorted({*mentioned, *called, "kvlint"})))
+    words = distinct_needles(sorted({*mentioned, *called, "kvlint"}))  # a line with `_get_kv_connector_output` has both
+    return _Relevance(re.compile("|".join(alternatives)), words)
 
 
 def _lines_mentioning(text: str, line_starts: list[int], words: Iterable[str]) -> list[int]:
