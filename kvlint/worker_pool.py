@@ -74,9 +74,14 @@ class _Worker:
         self.tasks.flush()
 
     def close(self, kill: bool) -> None:
+        self.let_go(kill)
+        self.wait()
+
+    def let_go(self, kill: bool) -> None:
+        """Close its pipes (it reads EOF and exits), or kill it."""
         for stream in (self.tasks, self.results):
             try:
-                stream.close()  # the worker reads EOF and exits
+                stream.close()
             except OSError:
                 pass
         if kill:
@@ -84,6 +89,8 @@ class _Worker:
                 os.kill(self.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+    def wait(self) -> None:
         try:
             os.waitpid(self.pid, 0)
         except ChildProcessError:
@@ -110,8 +117,10 @@ class WorkerPool:
     def close(self, kill: bool = False) -> None:
         """Let the workers go: at the end of a run they exit on EOF; when interrupted they are killed."""
         workers, self.workers = self.workers, []
+        for worker in workers:  # all are let go before any is waited for: they exit at the same time
+            worker.let_go(kill)
         for worker in workers:
-            worker.close(kill)
+            worker.wait()
 
     def map(self, function: Callable[[Any], Any], items: Iterable[Any],
             progress: Callable[[int, int], None] | None = None,
