@@ -8,7 +8,6 @@ Exit status: 0 no findings, 1 findings, 2 usage or configuration error, 130 on C
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import signal
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kvlint import __version__
+from kvlint.collector import collect_garbage_rarely
 from kvlint.config import ALL_CODES, Config, ConfigError, load_config
 from kvlint.output import FORMATS
 from kvlint.paths import display_path
@@ -140,9 +140,18 @@ def _terminate(signum: int, frame: object) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
-    _collect_garbage_rarely()
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _terminate)
+    collect_garbage_rarely()
+    if threading.current_thread() is not threading.main_thread():
+        return _main_reporting(argv)
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return _main_reporting(argv)
+    finally:  # a SIGTERM once the run is over (the interpreter exiting) gets the handler the caller had
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main_reporting(argv: Sequence[str] | None) -> int:
+    """`_main`, and how each way it can end is told to the user: a status and at most one line."""
     try:
         return _main(argv)
     except KeyboardInterrupt:
@@ -163,18 +172,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         summary = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
         sys.stderr.write(f"kvlint: internal error: {summary} (run with --verbose for the traceback)\n")
         return EXIT_USAGE
-
-
-def _collect_garbage_rarely() -> None:
-    """kvlint builds many short-lived `ast` trees (and libcst ones for fixes) that hold no reference cycles.
-
-    With CPython's default thresholds the collector scans them over and over:
-    `ast.parse` of vLLM's relevant files takes 2.5 times as long. A run is short,
-    so collect young objects rarely and never rescan what start-up imported
-    (mypy tunes its collector the same way). Forked workers inherit this.
-    """
-    gc.freeze()
-    gc.set_threshold(100_000, 50, 100)
 
 
 def _main(argv: Sequence[str] | None) -> int:

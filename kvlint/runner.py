@@ -6,7 +6,6 @@ calls `run`; the result is identical whatever the job count or file order.
 
 from __future__ import annotations
 
-import gc
 import os
 import re
 import time
@@ -15,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kvlint.collector import collect_garbage_rarely
 from kvlint.config import Config
 from kvlint.discovery import SourceFile, UnreadablePath, iter_python_files, read_source
 from kvlint.engine import (
@@ -332,23 +332,11 @@ def _Pool(jobs: int, size: int) -> WorkerPool:  # noqa: N802 - reads as the clas
 
 
 def _warm_worker() -> None:
-    """Import what the analysis needs while the parent is still reading files, then set the collector up
-    for a worker's life (`_collect_less`)."""
+    """Import what the analysis needs while the parent is still reading files; then the collector is set as
+    the command line sets it, what the worker inherited and imported frozen (`collect_garbage_rarely`)."""
     import kvlint.flow  # noqa: F401 - better spent now than in the first analysis
 
-    _collect_less()
-
-
-def _collect_less() -> None:
-    """Python's cyclic collector in a worker: the objects it inherits from the parent are frozen (never
-    traversed, so never copied on write), and young objects are collected every 50,000 allocations rather
-    than every 700 (as mypy does: parsing a 7,000-line file makes 200,000 objects that all survive their
-    first collections). Measured on vLLM 0.33: a sixth less CPU in the workers (bench/README.md)."""
-    gc.freeze()
-    gc.set_threshold(_YOUNG_COLLECTION, *gc.get_threshold()[1:])
-
-
-_YOUNG_COLLECTION = 50_000
+    collect_garbage_rarely()
 
 
 def _quiet_worker() -> None:

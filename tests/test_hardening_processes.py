@@ -36,14 +36,18 @@ def test_sigterm_to_the_process_group_of_a_two_job_run_of_real_vllm_never_hangs(
     tree = vllm_tree(NEWEST)
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
     environment.pop("KVLINT_CACHE_DIR", None)
+    command = [sys.executable, "-m", "kvlint", "check", "--jobs", "2", "--exit-zero", "."]
+    started = time.monotonic()
+    subprocess.run(command, cwd=tree, env=environment, stdout=subprocess.DEVNULL, check=True)
+    run_time = time.monotonic() - started  # about 0.5 s here
     chance = random.Random(15)
     outcomes = []
     for attempt in range(20):
         process = subprocess.Popen(
-            [sys.executable, "-m", "kvlint", "check", "--jobs", "2", "--exit-zero", "."], cwd=tree, env=environment,
+            command, cwd=tree, env=environment,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
         )
-        time.sleep(chance.uniform(0.05, 0.6))  # from start-up to the analysis (a run takes about 0.9 s)
+        time.sleep(chance.uniform(0.05, 0.9 * run_time))  # from start-up to the end of the analysis
         os.killpg(process.pid, signal.SIGTERM)
         try:
             _, stderr = process.communicate(timeout=30)
@@ -63,6 +67,17 @@ def test_sigterm_to_the_process_group_of_a_two_job_run_of_real_vllm_never_hangs(
         assert not _group_alive(process.pid), f"attempt {attempt}: a worker outlived the run"
         outcomes.append(process.returncode)
     assert outcomes.count(143) >= 10, outcomes  # the signal came during kvlint's run most times
+
+
+def test_once_the_run_is_over_sigterm_has_the_callers_handler_again(capsys: pytest.CaptureFixture[str]) -> None:
+    """A SIGTERM while the interpreter exits (after `main` returned) must not raise kvlint's exception there:
+    Python would print it as an ignored exception's traceback."""
+    from kvlint.cli import main
+
+    before = signal.getsignal(signal.SIGTERM)
+    assert main(["rules"]) == 0
+    assert signal.getsignal(signal.SIGTERM) is before
+    assert "KVC001" in capsys.readouterr().out
 
 
 def test_a_worker_dies_with_its_parent(tmp_path: Path) -> None:
