@@ -376,9 +376,10 @@ def _run_relevance(config: Config, extra_names: tuple[str, ...]) -> _Relevance:
         if name
     }
     called = tuple(name.rpartition(".")[2] for name in config.output_classes if name)
-    relevance = _names_relevance(tuple(sorted(mentioned)), called)
-    marker = _Relevance((re.compile(r"kvlint:\s*connector-path"),), ("kvlint",))
-    return _Relevance(relevance.patterns + marker.patterns, distinct_needles((*relevance.words, "kvlint")))
+    return _names_relevance(tuple(sorted(mentioned)), called) + _MARKED
+
+
+_MARKED = _Relevance((re.compile(r"kvlint:\s*connector-path"),), ("kvlint",))  # `# kvlint: connector-path`
 
 
 @functools.lru_cache(maxsize=256)

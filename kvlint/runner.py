@@ -303,9 +303,10 @@ def build_index(
     for source, data in skipped:
         if wanted and mentions_any(data, wanted):
             callers.append((source, data))
-        if unseen and any(name in data for name in unseen):
-            named_elsewhere.update(name.decode() for name in unseen if name in data)
-            unseen = [name for name in unseen if name.decode() not in named_elsewhere]
+        if unseen:  # most runs have none: a callee of the relevant files' paths is rarely named elsewhere
+            named = [name for name in unseen if name in data]
+            named_elsewhere.update(name.decode() for name in named)
+            unseen = [name for name in unseen if name not in named]
     if index.optional_method_names:
         names = sorted(index.optional_method_names)
         pattern = re.compile(rb"\bdef\s+(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b")
