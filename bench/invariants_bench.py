@@ -5,9 +5,11 @@
     .venv/bin/python bench/invariants_bench.py --rounds 15 --version 0.13.0
 
 One engine pass serves every invariant, so the second invariant should cost only what its own names
-add: a few more relevant files and sites. Issue 11's bound is a median ratio of at most 1.1. Both
-commands run cold (no result cache) in alternating order; the peer is kvlint itself, on the same tree
-in the same run.
+add: a few more relevant files and sites. Issue 11's bound is a ratio of at most 1.1. Both commands run
+cold (no result cache), one after the other in each round, in alternating order; the peer is kvlint
+itself, on the same tree in the same run. The bound is checked on the median of the rounds' own ratios
+(each round's two runs meet the same load on a shared machine, where the ratio of the two medians
+mixes runs minutes apart); both figures are printed.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ BOUND = 1.1
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", default="0.33.0", help="vLLM release (default: 0.33.0)")
-    parser.add_argument("--rounds", type=int, default=9, help="alternating rounds (default: 9)")
+    parser.add_argument("--rounds", type=int, default=15, help="alternating rounds (default: 15)")
     args = parser.parse_args()
 
     from tests.vllm_sources import vllm_tree
@@ -59,9 +61,12 @@ def main() -> int:
               f"| {statistics.median(cpu[name]):.3f} |")
     both, kv = (statistics.median(series) for series in times.values())
     both_cpu, kv_cpu = (statistics.median(series) for series in cpu.values())
-    ratio = both / kv
-    print(f"\nboth / kv only, median wall-time ratio: {ratio:.3f} (bound: {BOUND}); CPU-time ratio: "
-          f"{both_cpu / kv_cpu:.3f}")
+    paired = sorted(b / k for b, k in zip(*times.values()))
+    ratio = statistics.median(paired)
+    quartiles = statistics.quantiles(paired, n=4)
+    print(f"\nboth / kv only, median of the rounds' wall-time ratios: {ratio:.3f} (bound: {BOUND}; quartiles "
+          f"{quartiles[0]:.3f} to {quartiles[2]:.3f}); ratio of the medians: {both / kv:.3f}; CPU-time ratio of the "
+          f"medians: {both_cpu / kv_cpu:.3f}")
     return 0 if ratio <= BOUND else 1
 
 
