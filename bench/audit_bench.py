@@ -120,7 +120,7 @@ def phases(tree: Path) -> list[tuple[str, float]]:
     import kvlint.engine
     import kvlint.flow
     import kvlint.runner
-    from kvlint.cli import _collect_garbage_rarely
+    from kvlint.collector import collect_garbage_rarely
     from kvlint.config import Config
 
     spent: defaultdict[str, float] = defaultdict(float)
@@ -153,7 +153,7 @@ def phases(tree: Path) -> list[tuple[str, float]]:
     wrap(kvlint.engine, "reduced_text", "  of which reduced_text")
     labels.append(parse_in_analysis)
     wrap(kvlint.flow.FlowAnalysis, "run", "  of which flow analysis")
-    _collect_garbage_rarely()  # as the command line does
+    collect_garbage_rarely()  # as the command line does
     previous = os.getcwd()
     os.chdir(tree)
     try:

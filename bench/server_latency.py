@@ -101,13 +101,13 @@ def _peak_rss_mib(pid: int) -> float:
 
 def phases(tree: Path, rounds: int = 5) -> None:
     """The server's steps for one edited text, timed in this process (the index built as the server builds it)."""
-    from kvlint.cli import _collect_garbage_rarely
+    from kvlint.collector import collect_garbage_rarely
     from kvlint.config import load_config
     from kvlint.engine import analyse_prepared, module_name_for, prepare_source
     from kvlint.server.analysis import analyse_text
     from kvlint.server.project import IndexedFile, ProjectIndex
 
-    _collect_garbage_rarely()  # as `kvlint server` runs (it starts through `kvlint.cli.main`)
+    collect_garbage_rarely()  # as `kvlint server` runs (it starts through `kvlint.cli.main`)
     config = load_config([tree])
     project = ProjectIndex(tree, config)
     started = time.perf_counter()
