@@ -555,7 +555,7 @@ def _parse_cfg_per_file_ignores(path: Path, value: str) -> dict[str, list[str]]:
     return mapping
 
 
-def _is_regular_file(path: Path) -> bool:
+def _is_regular_file(path: str | Path) -> bool:
     try:
         return stat.S_ISREG(os.stat(path).st_mode)
     except OSError:
@@ -571,11 +571,14 @@ def _section_in(path: Path) -> Mapping[str, object] | None:
     return _cfg_section(path, raw)
 
 
-def find_config_file(start: Path) -> Path | None:
+def find_config_file(start: Path, searched: dict[tuple[str, frozenset[int]], Path | None] | None = None
+                     ) -> Path | None:
     """Return the nearest pyproject.toml or setup.cfg above `start` with a kvlint section.
 
     The search stops at the repository root and at a directory or file owned by another user
-    (`kvlint.ownership`, like git's safe.directory).
+    (`kvlint.ownership`, like git's safe.directory). `searched` remembers each directory's answer
+    for a caller that asks for many directories of one tree (mypy, flake8): a sibling's search
+    ends where an earlier one passed.
     """
     from kvlint.ownership import foreign_owner, trusted_owners
 
@@ -583,51 +586,83 @@ def find_config_file(start: Path) -> Path | None:
     if not os.path.isdir(current):
         current = os.path.dirname(current)
     trusted = trusted_owners(current)
+    passed: list[tuple[str, frozenset[int]]] = []  # where the search went on or stopped: all share its answer
+    found: Path | None = None
     while True:
+        key = (current, trusted)
+        if searched is not None and key in searched:
+            found = searched[key]
+            break
+        passed.append(key)
         if foreign_owner(current, trusted) is not None:
-            return None
-        for name in ("pyproject.toml", "setup.cfg"):
-            candidate = Path(current, name)
-            if _is_regular_file(candidate) and foreign_owner(candidate, trusted) is not None:
-                return None
-            if _is_regular_file(candidate) and _section_in(candidate) is not None:
-                return candidate
-        if os.path.exists(os.path.join(current, ".git")):
-            return None
+            break
+        found, stop = _config_file_in(current, trusted)
+        if stop or os.path.exists(os.path.join(current, ".git")):
+            break
         parent = os.path.dirname(current)
         if parent == current:
-            return None
+            break
         current = parent
+    if searched is not None:
+        searched.update(dict.fromkeys(passed, found))
+    return found
 
 
-def project_root(start: Path) -> Path | None:
+def _config_file_in(directory: str, trusted: frozenset[int]) -> tuple[Path | None, bool]:
+    """The directory's own pyproject.toml or setup.cfg with a kvlint section, and whether the search stops
+    here (it does at that file, and at one owned by someone untrusted)."""
+    from kvlint.ownership import foreign_owner
+
+    for name in ("pyproject.toml", "setup.cfg"):
+        candidate = os.path.join(directory, name)
+        if not _is_regular_file(candidate):
+            continue
+        if foreign_owner(candidate, trusted) is not None:
+            return None, True
+        if _section_in(Path(candidate)) is not None:
+            return Path(candidate), True
+    return None, False
+
+
+def project_root(start: Path, searched: dict[str, Path | None] | None = None) -> Path | None:
     """The directory the defaults' globs (`test-files`) are relative to when no file configures kvlint.
 
     The nearest directory at or above `start` holding `.git`, `pyproject.toml` or `setup.cfg`
     (a project's root: `tests/**` then means the project's tests wherever kvlint runs from);
-    None, the current directory, when there is none.
+    None, the current directory, when there is none. `searched` as for `find_config_file`.
     """
     current = os.path.abspath(start)
     if not os.path.isdir(current):
         current = os.path.dirname(current)
+    passed: list[str] = []  # where the search went on or stopped: all share its answer
+    found: Path | None = None
     while True:
+        if searched is not None and current in searched:
+            found = searched[current]
+            break
+        passed.append(current)
         if os.path.exists(os.path.join(current, ".git")) or any(
-            _is_regular_file(Path(current, name)) for name in ("pyproject.toml", "setup.cfg")
+            _is_regular_file(os.path.join(current, name)) for name in ("pyproject.toml", "setup.cfg")
         ):
-            return Path(current)
+            found = Path(current)
+            break
         parent = os.path.dirname(current)
         if parent == current:
-            return None
+            break
         current = parent
+    if searched is not None:
+        searched.update(dict.fromkeys(passed, found))
+    return found
 
 
-def load_config(paths: Sequence[Path], config_file: Path | None = None) -> Config:
-    """Load the configuration for a run over `paths`, or from `config_file` when given."""
+def load_config(paths: Sequence[Path], config_file: Path | None = None, searches: _Searches | None = None) -> Config:
+    """Load the configuration for a run over `paths`, or from `config_file` when given. `searches` remembers
+    the directories' answers for a caller that loads the configuration of many (`DirectoryConfigs`)."""
     if config_file is None:
         start = Path(paths[0]) if paths else Path.cwd()
-        found = find_config_file(start)
+        found = find_config_file(start, searches.config_files if searches is not None else None)
         if found is None:
-            return Config(root=project_root(start))
+            return Config(root=project_root(start, searches.roots if searches is not None else None))
         config_file = found
     config_file = Path(config_file)
     raw = _read_bytes(config_file)
@@ -712,10 +747,18 @@ def describe(config: Config, command_line: Mapping[str, str] = {}, path: Path | 
     return "\n".join(lines) + "\n"
 
 
-def config_for_directory(directory: str) -> Config | ConfigError:
+@dataclass
+class _Searches:
+    """What the configuration searches from many directories found, by directory."""
+
+    config_files: dict[tuple[str, frozenset[int]], Path | None] = field(default_factory=dict)
+    roots: dict[str, Path | None] = field(default_factory=dict)
+
+
+def config_for_directory(directory: str, searches: _Searches | None = None) -> Config | ConfigError:
     """The configuration of the files in `directory`; a bad configuration file gives its error."""
     try:
-        return load_config([Path(directory)])
+        return load_config([Path(directory)], searches=searches)
     except ConfigError as error:
         return error
 
@@ -731,11 +774,12 @@ class DirectoryConfigs:
     def __init__(self, on_error: Callable[[ConfigError], None] | None = None) -> None:
         self._loaded: dict[str, Config | ConfigError] = {}
         self._on_error = on_error
+        self._searches = _Searches()  # a directory's search ends where a sibling's passed
 
     def for_file(self, path: str) -> Config | ConfigError:
         directory = os.path.dirname(os.path.abspath(path))
         if directory not in self._loaded:
-            loaded = self._loaded[directory] = config_for_directory(directory)
+            loaded = self._loaded[directory] = config_for_directory(directory, self._searches)
             if isinstance(loaded, ConfigError) and self._on_error is not None:
                 self._on_error(loaded)
         return self._loaded[directory]

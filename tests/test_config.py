@@ -587,3 +587,51 @@ def test_directory_configs_load_each_directory_once_and_report_a_bad_file_once(p
     assert all(isinstance(result, ConfigError) and "selekt" in str(result) for result in bad)
     assert errors == [bad[0]]
     assert configs.for_file(str(project / "c.py")) == Config(root=project)
+
+
+def _tree_of_directories(root: Path) -> list[Path]:
+    """A project shaped like a package tree: a configured sub-package, a vendored one with its own
+    pyproject.toml but no kvlint section (which does not stop the search), and an unconfigured one."""
+    write(root / "pyproject.toml", "[tool.kvlint]\nselect = ['KVC001']\n")
+    write(root / "pkg" / "sub" / "pyproject.toml", "[tool.kvlint]\nselect = ['KVC002']\n")
+    write(root / "pkg" / "vendored" / "pyproject.toml", "[project]\nname = 'vendored'\n")
+    directories = []
+    for branch in ("sub", "vendored", "plain"):
+        for depth in range(1, 4):
+            directory = root.joinpath("pkg", branch, *(f"level{n}" for n in range(depth)))
+            directory.mkdir(parents=True, exist_ok=True)
+            directories.append(directory)
+    return [root, root / "pkg", *directories]
+
+
+@pytest.mark.parametrize("order", ["deepest first", "shallowest first"])
+def test_directory_configs_answer_as_a_search_from_each_directory_would(project: Path, order: str) -> None:
+    directories = _tree_of_directories(project)
+    if order == "deepest first":
+        directories = sorted(directories, key=lambda d: -len(d.parts))
+    configs = DirectoryConfigs()
+    for directory in directories:
+        shared = configs.for_file(str(directory / "module.py"))
+        alone = load_config([directory])
+        assert shared == alone, directory
+        assert find_config_file(directory, {}) == find_config_file(directory)
+    assert configs.for_file(str(project / "pkg" / "sub" / "level0" / "m.py")).select == ("KVC002",)
+    assert configs.for_file(str(project / "pkg" / "vendored" / "level0" / "m.py")).select == ("KVC001",)
+
+
+def test_sibling_directories_share_the_search_above_them(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """mypy and flake8 ask for the configuration of every module's directory: the walk up from a sibling
+    ends where an earlier one passed, so the cost grows with the directories, not their depth times them."""
+    from kvlint import config as config_module
+
+    deep = project.joinpath(*(f"level{n}" for n in range(12)))
+    siblings = [deep / f"sibling{n}" for n in range(40)]
+    for directory in siblings:
+        directory.mkdir(parents=True)
+    looked_at: list[str] = []
+    real = config_module._is_regular_file
+    monkeypatch.setattr(config_module, "_is_regular_file", lambda path: looked_at.append(str(path)) or real(path))
+    configs = DirectoryConfigs()
+    assert all(configs.for_file(str(directory / "m.py")) == Config(root=project) for directory in siblings)
+    per_directory = 2 * 2  # pyproject.toml and setup.cfg, by the configuration search and by the root search
+    assert len(looked_at) <= per_directory * (len(siblings) + 13 + 1)  # each sibling, the levels, the project
