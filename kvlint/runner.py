@@ -72,7 +72,11 @@ def run(
 
     The files are read and byte-scanned here while worker processes parse the
     relevant ones as they are found; the tree index needs them all, then the
-    analysis runs in the workers, largest file first.
+    analysis runs in the workers, largest file first. The first worker starts
+    with the index of the relevant files' declarations while this process reads
+    the skipped files for the callers and for what could change that index
+    (`IndexBuild`); in the rare run where something does, the files are
+    analysed again with the final index.
     `everything` skips the byte scan and analyses every unit of every file (the
     corpus run and fuzzing use it to exercise the parser and the flow analysis).
     `cache_dir` reuses and stores per-file results there (`kvlint.cache`); a
@@ -105,23 +109,38 @@ def run(
         texts = [p.text for p in prepared]
         if cache is not None:
             texts += cache.recalled_texts()
-        index, callers = build_index(declarations, skipped, config, texts)
+        build = IndexBuild(declarations, skipped, config, texts)
+        # what the files are analysed with is the index of the relevant files' declarations: while the first
+        # worker analyses, this process reads the skipped files for what could change it (rarely anything)
+        index = build.provisional
         extra_names = EVERYTHING if everything else tuple(sorted(index.candidate_names()))
-        caller_work = [(f, d, config, extra_names) for f, d in callers]
-        if cache is not None:
-            caller_work = list(cache.unknown(caller_work))
-        prepared += pool.map(_prepare, caller_work, on_crash=_prepare_crashed)
         work = [_Analysis(p.display_path, len(p.text), prepared=p) for p in prepared]
         reports: list[FileReport] = []
-        if cache is not None:
+        if cache is not None:  # the index first, as the callers' cached reports are picked with it
+            build.scan_all()
+            index = build.final()[0]
+            caller_work = list(cache.unknown([(f, d, config, extra_names) for f, d in build.callers]))
+            work += [_Analysis(p.display_path, len(p.text), prepared=p)
+                     for p in pool.map(_prepare, caller_work, on_crash=_prepare_crashed)]
             reused, stale = cache.reports_for(cache.store.index_key(index, extra_names))
             reports += reused
             work += stale
         work.sort(key=lambda w: (-w.size, w.display_path))  # the longest first: workers finish together
-        analysed = pool.map(  # the index goes to each worker once (vLLM's is 0.3 MB), not with each file
-            _analyse, [(w, config, extra_names, suppress) for w in work], progress, on_crash=_analyse_crashed,
-            shared=index,
+        tasks: Iterable[object] = (
+            [(w, config, extra_names, suppress) for w in work] if cache is not None
+            else ((w, config, extra_names, suppress) if isinstance(w, _Analysis) else w
+                  for w in _then_callers(work, build, extra_names))
         )
+        analysed = pool.map(  # the index goes to each worker once (vLLM's is 0.3 MB), not with each file
+            _analyse, tasks, progress, on_crash=_analyse_crashed, shared=index, size=_work_size,
+        )
+        if cache is None:
+            index, changed = build.final()
+            if changed:  # a skipped file changed the index: what was analysed with the provisional one is redone
+                analysed = pool.map(
+                    _analyse, [(w, config, extra_names, suppress) for w in work], progress,
+                    on_crash=_analyse_crashed, shared=index,
+                )
         if cache is not None:
             cache.remember(work, analysed)
         reports += analysed
@@ -141,9 +160,22 @@ def run(
     return result
 
 
+def _then_callers(work: list[_Analysis], build: IndexBuild, extra_names: tuple[str, ...]) -> Iterator[object]:
+    """The files to analyse, then (while workers analyse them) the skipped files' scan, a step at a time, then
+    the callers it found, each prepared where it is analysed; `work` gets them too."""
+    yield from work
+    for _ in build.scan_skipped():
+        yield STILL_READING
+    for source, data in build.callers:
+        caller = _Analysis(source.display_path, len(data), unprepared=(source, data, extra_names))
+        work.append(caller)
+        yield caller
+
+
 @dataclass
 class _Analysis:
-    """One file to analyse: prepared already, or (its cached report is stale) its bytes to prepare first."""
+    """One file to analyse: prepared already, or its bytes to prepare first (a file whose cached report is stale,
+    or a caller of an Optional-returning function that the scan of the skipped files found)."""
 
     display_path: str
     size: int
@@ -233,6 +265,10 @@ def _byte_count(args: tuple[SourceFile, bytes, Config, tuple[str, ...]]) -> int:
     return len(args[1])
 
 
+def _work_size(args: tuple[_Analysis, Config, tuple[str, ...], bool]) -> int:
+    return args[0].size
+
+
 def _prepare(args: tuple[SourceFile, bytes, Config, tuple[str, ...]]) -> PreparedFile:
     source, data, config, extra_names = args
     module_name, is_package = module_name_for(source.path)
@@ -287,33 +323,77 @@ def build_index(
     entries: list[Declaration], skipped: list[tuple[SourceFile, bytes]], config: Config,
     relevant_texts: Sequence[str] = (),
 ) -> tuple[TreeIndex, list[tuple[SourceFile, bytes]]]:
-    """Merge the relevant files' declarations, and pick the skipped files that
-    mention an Optional-returning function (its callers). A method name also
-    defined in a skipped file is not Optional-only; such a file mentions the
-    name, so only the callers need that second look. Last, the functions every
-    mention of which is a call on a connector path (`relevant_texts` are the
-    relevant files' sources): those the relevant files call only there, and no
-    skipped file names. One pass over the skipped files serves both questions."""
-    index = TreeIndex(entries, payload_classes=config.payload_classes)
-    path_only = index.path_only_callees(relevant_texts) if index.callee_candidates() else {}
-    wanted = caller_names(index, config)
-    unseen = sorted({call.lstrip(".").encode() for call in path_only})
-    callers: list[tuple[SourceFile, bytes]] = []
-    named_elsewhere: set[str] = set()
-    for source, data in skipped:
-        if wanted and mentions_any(data, wanted):
-            callers.append((source, data))
-        if unseen:  # most runs have none: a callee of the relevant files' paths is rarely named elsewhere
-            named = [name for name in unseen if name in data]
-            named_elsewhere.update(name.decode() for name in named)
-            unseen = [name for name in unseen if name not in named]
-    if index.optional_method_names:
-        names = sorted(index.optional_method_names)
-        pattern = re.compile(rb"\bdef\s+(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b")
-        elsewhere = {match.group(1).decode() for _, data in callers for match in pattern.finditer(data)}
-        index = TreeIndex(entries, elsewhere, config.payload_classes)
-    index.settle_connector_callees(path_only, named_elsewhere)
-    return index, callers
+    """The tree index of the relevant files' declarations, and the skipped files that call what it
+    declares Optional (`IndexBuild`, all at once)."""
+    build = IndexBuild(entries, skipped, config, relevant_texts)
+    build.scan_all()
+    return build.final()[0], build.callers
+
+
+class IndexBuild:
+    """The tree index, in the steps a run can overlap with other work.
+
+    From the relevant files' declarations alone comes a provisional index: what a
+    skipped file can change in it is only that a method name is also defined there
+    (so it is not Optional-only) or that a skipped file names a function the
+    relevant files call only on connector paths (so it is not a connector callee).
+    `scan_skipped` reads the skipped files for those two questions and for the
+    callers of what the index declares Optional, one pass over their bytes in steps;
+    `final` says whether the index they give differs from the provisional one.
+    """
+
+    _STEP_BYTES = 1 << 20  # the scan hands control back after about this many bytes (about 0.3 ms)
+
+    def __init__(self, entries: list[Declaration], skipped: list[tuple[SourceFile, bytes]], config: Config,
+                 relevant_texts: Sequence[str] = ()):
+        self.entries, self.skipped, self.config = entries, skipped, config
+        self.provisional = TreeIndex(entries, payload_classes=config.payload_classes)
+        self.path_only = (
+            self.provisional.path_only_callees(relevant_texts) if self.provisional.callee_candidates() else {}
+        )
+        self.provisional.settle_connector_callees(self.path_only, ())  # as if no skipped file named one
+        self.callers: list[tuple[SourceFile, bytes]] = []
+        self.named_elsewhere: set[str] = set()
+
+    def scan_skipped(self) -> Iterator[None]:
+        """Read the skipped files for callers and for the path-only callees' names, yielding between steps."""
+        wanted = caller_names(self.provisional, self.config)
+        unseen = sorted({call.lstrip(".").encode() for call in self.path_only})
+        step = 0
+        for source, data in self.skipped:
+            if wanted and mentions_any(data, wanted):
+                self.callers.append((source, data))
+            if unseen:  # most runs have none: a callee of the relevant files' paths is rarely named elsewhere
+                named = [name for name in unseen if name in data]
+                self.named_elsewhere.update(name.decode() for name in named)
+                unseen = [name for name in unseen if name not in named]
+            step += len(data)
+            if step >= self._STEP_BYTES:
+                step = 0
+                yield
+
+    def scan_all(self) -> None:
+        for _ in self.scan_skipped():
+            pass
+
+    def final(self) -> tuple[TreeIndex, bool]:
+        """The index with what the skipped files showed, and whether it differs from the provisional one
+        (then a file analysed with that must be analysed again)."""
+        index = self.provisional
+        if index.optional_method_names:
+            names = sorted(index.optional_method_names)
+            pattern = re.compile(rb"\bdef\s+(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b")
+            elsewhere = {match.group(1).decode() for _, data in self.callers for match in pattern.finditer(data)}
+            if elsewhere:
+                index = TreeIndex(self.entries, elsewhere, self.config.payload_classes)
+        if index is self.provisional and not self.named_elsewhere:
+            return index, False
+        if index is self.provisional:
+            index = TreeIndex(self.entries, payload_classes=self.config.payload_classes)
+        index.settle_connector_callees(self.path_only, self.named_elsewhere)
+        changed = (index.optional_method_names != self.provisional.optional_method_names
+                   or index.connector_callees != self.provisional.connector_callees)
+        return (index if changed else self.provisional), changed
 
 
 def caller_names(index: TreeIndex, config: Config) -> tuple[str, ...]:

@@ -331,3 +331,51 @@ def test_a_generic_class_of_the_tree_substitutes_its_type_argument(
     )
     monkeypatch.chdir(tmp_path)
     assert [(f.line, f.code) for f in run([Path(".")], Config(), jobs=1).findings] == [(11, "KVC001")]
+
+
+PRODUCER = (
+    "from vllm.v1.outputs import KVConnectorOutput\n\nclass Producer:\n"
+    "    def poll(self) -> KVConnectorOutput | None: ...\n"
+)
+RELEVANT_NEIGHBOUR = (
+    "from vllm.v1.outputs import KVConnectorOutput\n\ndef make{n}() -> KVConnectorOutput:\n"
+    "    return KVConnectorOutput()\n"
+)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_files_analysed_before_the_skipped_files_changed_the_index_are_analysed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+) -> None:
+    """The workers start with the index of the relevant files while the skipped files are read; a skipped
+    file that changes it (here: it defines `poll` too, so `p.poll()` is not Optional-only) has every file
+    analysed again with the final index, in the pool as in this process."""
+    (tmp_path / "producer.py").write_text(PRODUCER)
+    for n in range(4):  # enough relevant files for worker processes
+        (tmp_path / f"neighbour{n}.py").write_text(RELEVANT_NEIGHBOUR.format(n=n))
+    (tmp_path / "consumer.py").write_text("def use(p):\n    return p.poll().finished_sending\n")
+    monkeypatch.chdir(tmp_path)
+    first = run([Path(".")], Config(), jobs=jobs)
+    assert [(f.path, f.code) for f in first.findings] == [("consumer.py", "KVC001")]  # a caller the scan found
+    assert first.index is not None and "poll" in first.index.optional_method_names
+    (tmp_path / "unrelated.py").write_text("class Queue:\n    def poll(self):\n        return 1\n")
+    second = run([Path(".")], Config(), jobs=jobs)
+    assert second.findings == []
+    assert second.index is not None and "poll" not in second.index.optional_method_names
+    assert {report.display_path for report in second.reports if report.analysed} >= {"producer.py", "consumer.py"}
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_skipped_file_naming_a_path_only_callee_is_heard_with_worker_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+) -> None:
+    (tmp_path / "runner.py").write_text(CALLERS)
+    for n in range(4):
+        (tmp_path / f"neighbour{n}.py").write_text(RELEVANT_NEIGHBOUR.format(n=n))
+    monkeypatch.chdir(tmp_path)
+    assert [(f.path, f.line, f.code) for f in run([Path(".")], Config(), jobs=jobs).findings] == [
+        ("runner.py", 7, "KVC002"),
+    ]
+    (tmp_path / "elsewhere.py").write_text("def later(runner):\n    return runner.flush\n")
+    result = run([Path(".")], Config(), jobs=jobs)
+    assert result.findings == [] and result.index is not None and result.index.connector_callees == {}
