@@ -379,17 +379,14 @@ class IndexBuild:
     def final(self) -> tuple[TreeIndex, bool]:
         """The index with what the skipped files showed, and whether it differs from the provisional one
         (then a file analysed with that must be analysed again)."""
-        index = self.provisional
-        if index.optional_method_names:
-            names = sorted(index.optional_method_names)
+        elsewhere: set[str] = set()
+        if self.provisional.optional_method_names:
+            names = sorted(self.provisional.optional_method_names)
             pattern = re.compile(rb"\bdef\s+(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b")
             elsewhere = {match.group(1).decode() for _, data in self.callers for match in pattern.finditer(data)}
-            if elsewhere:
-                index = TreeIndex(self.entries, elsewhere, self.config.payload_classes)
-        if index is self.provisional and not self.named_elsewhere:
-            return index, False
-        if index is self.provisional:
-            index = TreeIndex(self.entries, payload_classes=self.config.payload_classes)
+        if not elsewhere and not self.named_elsewhere:
+            return self.provisional, False
+        index = TreeIndex(self.entries, elsewhere, self.config.payload_classes)
         index.settle_connector_callees(self.path_only, self.named_elsewhere)
         changed = (index.optional_method_names != self.provisional.optional_method_names
                    or index.connector_callees != self.provisional.connector_callees)
