@@ -4,8 +4,8 @@ worker left behind (each case one a review of the streaming pool found wrong).""
 from __future__ import annotations
 
 import errno
-import gc
 import functools
+import gc
 import os
 import time
 from collections.abc import Iterator
