@@ -126,21 +126,19 @@ def run(
             reports += reused
             work += stale
         work.sort(key=lambda w: (-w.size, w.display_path))  # the longest first: workers finish together
-        tasks: Iterable[object] = (
-            [(w, config, extra_names, suppress) for w in work] if cache is not None
-            else ((w, config, extra_names, suppress) if isinstance(w, _Analysis) else w
-                  for w in _then_callers(work, build, extra_names))
-        )
+
+        def task(item: _Analysis | object) -> object:
+            return (item, config, extra_names, suppress) if isinstance(item, _Analysis) else item  # or STILL_READING
+
+        tasks = [task(w) for w in work] if cache is not None else map(task, _then_callers(work, build, extra_names))
         analysed = pool.map(  # the index goes to each worker once (vLLM's is 0.3 MB), not with each file
             _analyse, tasks, progress, on_crash=_analyse_crashed, shared=index, size=_work_size,
         )
         if cache is None:
             index, changed = build.final()
             if changed:  # a skipped file changed the index: what was analysed with the provisional one is redone
-                analysed = pool.map(
-                    _analyse, [(w, config, extra_names, suppress) for w in work], progress,
-                    on_crash=_analyse_crashed, shared=index,
-                )
+                analysed = pool.map(_analyse, [task(w) for w in work], progress, on_crash=_analyse_crashed,
+                                    shared=index, size=_work_size)
         if cache is not None:
             cache.remember(work, analysed)
         reports += analysed
