@@ -81,13 +81,13 @@ def _needles(names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[bytes, ...]
     """The names to look for, without those that contain another one: a file that
     mentions `_get_kv_connector_output` mentions `kv_connector_output` too."""
     names = tuple(dict.fromkeys(names))  # callers may repeat a name (configured and extra): once is enough
-    kept = tuple(name for name in names if not _contains_another(name, frozenset(names)))
+    known, lengths = frozenset(names), sorted({len(name) for name in names})
+    kept = tuple(name for name in names if not _contains_another(name, known, lengths))
     return kept, tuple(name.encode() for name in kept)
 
 
-def _contains_another(name: str, names: frozenset[str]) -> bool:
-    """Whether a shorter name of `names` is part of `name`: each of its substrings is looked up, so the cost
-    grows with the names' count, not its square."""
-    length = len(name)
-    return any(name[start:end] in names for start in range(length) for end in range(start + 1, length + 1)
-               if end - start < length)
+def _contains_another(name: str, names: frozenset[str], lengths: list[int]) -> bool:
+    """Whether a shorter name of `names` is part of `name`: its substrings of the names' lengths are looked
+    up, so the cost grows with the names' count, not its square."""
+    return any(name[start:start + length] in names
+               for length in lengths if length < len(name) for start in range(len(name) - length + 1))

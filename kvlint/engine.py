@@ -227,7 +227,9 @@ def prepare_source(
     plugins decoded lines); text is used as it is.
     """
     prepared = PreparedFile(display_path, module_name)
-    names = (*config.names(), *extra_names)
+    # each once, in the configured order: the runner passes the configured names as extra ones, and this is
+    # then the byte scan's key the parent built its probes for before forking the worker
+    names = tuple(dict.fromkeys((*config.names(), *extra_names)))
     if not mentions_any(data, names):
         return prepared
     if len(data) > MAX_FILE_BYTES:

@@ -74,3 +74,17 @@ def test_the_probe_tree_answers_what_one_search_per_name_would(names: list[str],
     expected = any(name in text for name in names)
     assert mentions_any(text, names) is expected
     assert mentions_any(text.encode(), names) is expected
+
+
+def test_the_prepare_stage_asks_for_the_probes_the_parent_built_before_forking() -> None:
+    """The runner hands each file to `prepare_source` with the configured names as its extra names: building
+    the probes for that doubled list again cost each worker a millisecond per invariant."""
+    from kvlint.engine import prepare_source
+
+    config = Config()
+    mentions_any(b"", config.names())  # the parent's scan, before the workers fork
+    misses = _probes.cache_info().misses
+    prepared = prepare_source(b"out = runner_output.ec_connector_output\n", "w.py", config, "w", False,
+                              config.names())
+    assert prepared.relevant
+    assert _probes.cache_info().misses == misses
