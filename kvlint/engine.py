@@ -35,8 +35,8 @@ from kvlint.byte_scan import distinct_needles, mentions_any
 from kvlint.annotations import AnnotationKind, classify_annotation
 from kvlint.names import ImportTable, first_line, walk_statements
 from kvlint.noqa import is_suppressed, noqa_line_mapping
-from kvlint.rules import INTERNAL_ERROR, SYNTAX_ERROR, site_rules
-from kvlint.sites import Site
+from kvlint.rules import INTERNAL_ERROR, RULES, SYNTAX_ERROR, UNKNOWN_MARKER_INVARIANT, site_rules
+from kvlint.sites import Site, Span
 from kvlint.declarations import Declaration, module_declarations
 from kvlint.tree_index import TreeIndex
 
@@ -473,7 +473,7 @@ def analyse_prepared(
         return FileReport(prepared.display_path)
     try:
         names = (*extra_names, *index.candidate_names())
-        sites, fix_context = _run_with_deep_stack(lambda: _sites(prepared, config, index, names))
+        sites, markers, fix_context = _run_with_deep_stack(lambda: _sites(prepared, config, index, names))
     except SourceError as exc:
         finding = Finding(prepared.display_path, exc.line, exc.column, SYNTAX_ERROR, exc.message, exc.line, exc.column)
         return FileReport(prepared.display_path, findings=tuple(_unsuppressed([finding], prepared, config, suppress)))
@@ -483,6 +483,8 @@ def analyse_prepared(
         finding = Finding(prepared.display_path, 1, 0, INTERNAL_ERROR, message, 1, 0)
         return FileReport(prepared.display_path, findings=(finding,), traceback=traceback.format_exc())
     judged = {finding: (site, rule) for finding, site, rule in _findings(sites, prepared)}
+    marker_rule = RULES[UNKNOWN_MARKER_INVARIANT]
+    judged.update({finding: (None, marker_rule) for finding in _marker_findings(markers, prepared, config)})
     kept = _unsuppressed(judged, prepared, config, suppress)
     if fixes and any(judged[finding][1].fix is not None for finding in kept):
         kept = _run_with_deep_stack(lambda: _with_fixes(kept, judged, fix_context))
@@ -525,8 +527,9 @@ def _with_fixes(
 
 def _sites(
     prepared: PreparedFile, config: Config, index: TreeIndex, names: Sequence[str]
-) -> tuple[list[Site], Callable[[], FixContext]]:
-    """The file's sites, and how to build the context its fixes are made in (only a file with findings does)."""
+) -> tuple[list[Site], dict[Span, tuple[str, tuple[str, ...], str]], Callable[[], FixContext]]:
+    """The file's sites, its markers that name no invariant (KVC101), and how to build the context its fixes are
+    made in (only a file with findings does)."""
     from kvlint.flow import FlowAnalysis
     from kvlint.flow.source import SourceText
 
@@ -551,6 +554,7 @@ def _sites(
         prepared.declarations,
     )
     sites = analysis.run()
+    markers = analysis.unknown_markers
 
     def fix_context() -> FixContext:
         """libcst over the same text: fixes edit the code as written (only a file with a finding pays for it)."""
@@ -565,7 +569,21 @@ def _sites(
             prepared.module_name,
         )
 
-    return sites, fix_context
+    return sites, markers, fix_context
+
+
+def _marker_findings(
+    markers: dict[Span, tuple[str, tuple[str, ...], str]], prepared: PreparedFile, config: Config
+) -> Iterable[Finding]:
+    """KVC101 for each marker that names what is no invariant of `config`."""
+    configured = ", ".join(invariant.name for invariant in config.invariants.invariants) or "none"
+    for span, (marker, unknown, function) in markers.items():
+        names = " and ".join(", ".join(f"`{name}`" for name in unknown).rsplit(", ", 1))
+        message = (f"`{marker}` names {names}, but this configuration's invariants are {configured}: the function "
+                   f"is on no connector path for {'it' if len(unknown) == 1 else 'them'}")
+        source_line = prepared.lines[span.line - 1] if 0 < span.line <= len(prepared.lines) else ""
+        yield Finding(prepared.display_path, span.line, span.column, UNKNOWN_MARKER_INVARIANT, message,
+                      span.end_line, span.end_column, function=function, source_line=source_line.rstrip("\r\n"))
 
 
 _analysis_executor: ThreadPoolExecutor | None = None

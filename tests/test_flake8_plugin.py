@@ -127,6 +127,17 @@ def test_noqa_is_left_to_flake8(tmp_path: Path) -> None:
     assert without_path(unsuppressed) == BAD_ROWS | {(9, 16, "KVC001")}
 
 
+def test_a_misspelt_marker_is_kvc101_in_flake8_too(tmp_path: Path) -> None:
+    (tmp_path / "runner.py").write_text(
+        "from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT\n\n\n"
+        "def idle_step(scheduler_output):  # kvlint: connector-path[ecc]\n"
+        "    return EMPTY_MODEL_RUNNER_OUTPUT\n"
+    )
+    found = rows(flake8("--isolated", "--select", "KVC", "runner.py", cwd=tmp_path))
+    assert without_path(found) == {(4, 35, "KVC101")}  # at the `#`, 1-based
+    assert found == kvlint_rows("runner.py", cwd=tmp_path)
+
+
 def test_per_file_ignores_from_flake8_config(tmp_path: Path) -> None:
     (tmp_path / "bad.py").write_text(BAD)
     (tmp_path / "ignored.py").write_text(BAD)

@@ -361,10 +361,11 @@ def unknown():  # kvlint: connector-path[fp8]
 
 def test_the_connector_path_marker_names_its_invariants(project: Path) -> None:
     """A bare marker means the first invariant (`kv`, as it always did); `[ec]` and `[kv, ec]` name them;
-    a name that is no active invariant marks nothing."""
+    a name that is no active invariant marks nothing, and is reported."""
     (project / "outputs.py").write_text(SHARED, encoding="utf-8")
     (project / "marked.py").write_text(MARKED, encoding="utf-8")
     findings = [f for f in run([Path(".")], Config(root=project), jobs=1).findings if f.path == "marked.py"]
-    assert [(f.function, f.invariant) for f in findings] == [
-        ("bare", "kv"), ("encoder_only", "ec"), ("both", "ec"), ("both", "kv"),
+    assert [(f.function, f.code, f.invariant) for f in findings] == [
+        ("bare", "KVC002", "kv"), ("encoder_only", "KVC002", "ec"), ("both", "KVC002", "ec"),
+        ("both", "KVC002", "kv"), ("unknown", "KVC101", ""),
     ]

@@ -216,7 +216,7 @@ def test_markers_name_invariants_with_spaces_and_any_case(project: Path) -> None
         def unknown():  # kvlint: connector-path[fp8]
             return EMPTY_MODEL_RUNNER_OUTPUT
     """})
-    assert _found(project) == [("a.py", 3, "KVC002", "ec"), ("a.py", 5, "KVC002", "ec")]
+    assert _found(project) == [("a.py", 3, "KVC002", "ec"), ("a.py", 5, "KVC002", "ec"), ("a.py", 6, "KVC101", "")]
 
 
 def test_a_class_attribute_knows_which_sentinel_it_holds(project: Path) -> None:
@@ -243,3 +243,74 @@ def test_a_class_attribute_knows_which_sentinel_it_holds(project: Path) -> None:
         """,
     })
     assert _found(project) == [("a.py", 8, "KVC002", "foo"), ("a.py", 15, "KVC004", "foo")]
+
+
+def test_a_marker_naming_no_invariant_is_kvc101_where_it_is_written(project: Path) -> None:
+    """KVC101 is reported at the marker, once per marker, naming only what no invariant is called; the names the
+    marker knows still put the function on their paths. A marker's text in a docstring is no marker, and a
+    `# noqa: KVC101` silences it like any finding."""
+    _write(project, {"runner.py": '''
+        from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT
+
+
+        class EncoderRunner:
+            def idle_step(self, scheduler_output):  # kvlint: connector-path[ecc]
+                return EMPTY_MODEL_RUNNER_OUTPUT
+
+            def drain(
+                self,
+                scheduler_output,
+            ):  # kvlint: connector-path[KV, ecc, xx]
+                return EMPTY_MODEL_RUNNER_OUTPUT
+
+            def documented(self):
+                """Mark a function `# kvlint: connector-path[nope]` to put it on a path."""
+                return EMPTY_MODEL_RUNNER_OUTPUT
+
+            def known(self):  # kvlint: connector-path[Ec]
+                return EMPTY_MODEL_RUNNER_OUTPUT
+
+            def excused(self):  # kvlint: connector-path[zz]  # noqa: KVC101
+                return EMPTY_MODEL_RUNNER_OUTPUT
+    '''})
+    findings = run([Path(".")], load_config([project]), jobs=1).findings
+    assert [(f.line, f.column, f.code, f.invariant, f.function) for f in findings] == [
+        (5, 44, "KVC101", "", "EncoderRunner.idle_step"),
+        (11, 8, "KVC101", "", "EncoderRunner.drain"),
+        (12, 8, "KVC002", "kv", "EncoderRunner.drain"),  # `KV` is known: the function is on the KV path
+        (19, 8, "KVC002", "ec", "EncoderRunner.known"),
+    ]
+    assert findings[0].message == (
+        "`# kvlint: connector-path[ecc]` names `ecc`, but this configuration's invariants are kv, ec: the function "
+        "is on no connector path for it"
+    )
+    assert "names `ecc` and `xx`, but" in findings[1].message and findings[1].message.endswith("for them")
+    completed = run_kvlint("check", "--select", "KVC101", "--format", "json", ".", cwd=project)
+    assert [(f["line"], f["column"], f["end_column"]) for f in json.loads(completed.stdout)] == [
+        (5, 45, 74), (11, 9, 46),  # 1-based, the end after the marker's `]`
+    ]
+
+
+def test_a_marker_names_the_invariants_of_the_configuration_in_use(project: Path) -> None:
+    """With `presets = []` and one invariant of a project's own, `[draft]` marks and `[kv]` is KVC101."""
+    _write(project, {
+        "pyproject.toml": """
+            [tool.kvlint]
+            presets = []
+
+            [[tool.kvlint.invariants]]
+            name = "draft"
+            optional-fields = ["spec_output"]
+            payload-class = "SpecOutput"
+            output-classes = ["DraftOutput"]
+            empty-sentinels = ["EMPTY_DRAFT"]
+        """,
+        "drafter.py": """
+            from drafts import EMPTY_DRAFT
+            def propose():  # kvlint: connector-path[draft]
+                return EMPTY_DRAFT
+            def verify():  # kvlint: connector-path[kv]
+                return EMPTY_DRAFT
+        """,
+    })
+    assert _found(project) == [("drafter.py", 3, "KVC002", "draft"), ("drafter.py", 4, "KVC101", "")]

@@ -27,7 +27,7 @@ from kvlint.flow.statements import Statements
 from kvlint.flow.source import SourceText
 from kvlint.flow.syntax import FUNCTIONS, SCOPES, dotted_name, parameters
 from kvlint.names import ImportTable, matches
-from kvlint.sites import Site, SiteKind
+from kvlint.sites import Site, SiteKind, Span
 from kvlint.tree_index import TreeIndex
 
 CONNECTOR_PATH_MARKER = re.compile(r"#\s*kvlint:\s*connector-path\b(?:\s*\[(?P<invariants>[\w\s,]*)\])?")
@@ -55,6 +55,9 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         # this file's own functions: what they are never depends on another file of the same module name
         self.own_functions = {d.qualname: d for d in own_declarations if isinstance(d, FunctionDecl)}
         self.sites: dict[tuple[object, ...], Site] = {}
+        # the `# kvlint: connector-path[...]` markers that name what is no invariant here: where -> the marker,
+        # those names, the marked function
+        self.unknown_markers: dict[Span, tuple[str, tuple[str, ...], str]] = {}
         self.recording = True
         self.loops: list[LoopFrame] = []
         self.fixpoint_depth = 0
@@ -149,11 +152,17 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
     def _connector_marker(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...] | None:
         """The invariants a `# kvlint: connector-path` comment on the `def`'s header names (`connector-path[ec]`),
         () for a bare marker; None when there is none."""
-        for comment in self.source.header_comments(node):
+        for line, column, comment in self.source.header_comments(node):
             found = CONNECTOR_PATH_MARKER.search(comment)
             if found is not None:
-                named = found.group("invariants") or ""
-                return tuple(name.strip() for name in named.split(",") if name.strip())
+                named = tuple(name.strip() for name in (found.group("invariants") or "").split(",") if name.strip())
+                known = {invariant.lower() for invariant in self.invariant_names}
+                unknown = tuple(name for name in named if name.lower() not in known)
+                if unknown:  # KVC101: a misspelt name would leave the function off the path it was marked for
+                    file_line = self.source.line_map[line - 1]
+                    where = Span(file_line, column + found.start(), file_line, column + found.end())
+                    self.unknown_markers[where] = (found.group(0), unknown, self.scope.qualname)
+                return named
         return None
 
     def _bind_parameters(self, params: ast.arguments, state: NullnessState) -> None:

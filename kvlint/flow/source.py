@@ -72,18 +72,19 @@ class SourceText:
         name.col_offset, name.end_col_offset = begin, begin + len(definition.name.encode("utf-8", "surrogatepass"))
         return name
 
-    def header_comments(self, definition: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
-        """The comments of a `def`'s header: from `def` to the end of the line of its colon."""
+    def header_comments(self, definition: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[int, int, str]]:
+        """The comments of a `def`'s header, from `def` to the end of the line of its colon: each one's line in
+        the parsed text, character column and text."""
         header = self.lines[definition.lineno - 1 : definition.body[0].lineno]
         if not any("#" in line for line in header):
             return []  # most headers have no comment: no need to tokenize them
         lines = iter(header)
-        comments: list[str] = []
+        comments: list[tuple[int, int, str]] = []
         depth, colon_line = 0, 0
         try:
             for token in tokenize.generate_tokens(lambda: next(lines, "")):
                 if token.type == tokenize.COMMENT:
-                    comments.append(token.string)
+                    comments.append((definition.lineno + token.start[0] - 1, token.start[1], token.string))
                 elif token.type == tokenize.OP and token.string in "([{":
                     depth += 1
                 elif token.type == tokenize.OP and token.string in ")]}":

@@ -25,3 +25,11 @@ def guarded(out: ModelRunnerOutput) -> set[str]:
     if ec is None:
         return set()
     return ec.finished_recving or set()
+
+
+def marked_for_the_encoder_cache(out: ModelRunnerOutput) -> None:  # kvlint: connector-path[ec]
+    reveal_type(out.ec_connector_output)  # expect: narrowed
+
+
+def misspelt_marker(out: ModelRunnerOutput) -> None:  # kvlint: connector-path[ecc]  # expect: KVC101
+    reveal_type(out.ec_connector_output)  # expect: optional
