@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvlint.byte_scan import _probes, mentions_any
+from kvlint.byte_scan import _probes, distinct_needles, mentions_any
 from kvlint.config import Config
 
 
@@ -88,3 +88,11 @@ def test_the_prepare_stage_asks_for_the_probes_the_parent_built_before_forking()
                               config.names())
     assert prepared.relevant
     assert _probes.cache_info().misses == misses
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="ab_c", min_size=1, max_size=8), max_size=12))
+def test_needle_pruning_keeps_exactly_the_names_that_contain_no_other(names: list[str]) -> None:
+    unique = list(dict.fromkeys(names))
+    expected = tuple(name for name in unique if not any(other != name and other in name for other in unique))
+    assert distinct_needles(names) == expected
