@@ -33,9 +33,10 @@ from kvlint.findings import Finding
 from kvlint.fixes import line_offsets
 from kvlint.byte_scan import distinct_needles, mentions_any
 from kvlint.annotations import AnnotationKind, classify_annotation
+from kvlint.markers import misplaced_markers
 from kvlint.names import ImportTable, first_line, walk_statements
 from kvlint.noqa import is_suppressed, noqa_line_mapping
-from kvlint.rules import INTERNAL_ERROR, RULES, SYNTAX_ERROR, UNKNOWN_MARKER_INVARIANT, site_rules
+from kvlint.rules import INTERNAL_ERROR, RULES, SYNTAX_ERROR, INEFFECTIVE_MARKER, site_rules
 from kvlint.sites import Site, Span
 from kvlint.declarations import Declaration, module_declarations
 from kvlint.tree_index import TreeIndex
@@ -483,7 +484,7 @@ def analyse_prepared(
         finding = Finding(prepared.display_path, 1, 0, INTERNAL_ERROR, message, 1, 0)
         return FileReport(prepared.display_path, findings=(finding,), traceback=traceback.format_exc())
     judged = {finding: (site, rule) for finding, site, rule in _findings(sites, prepared)}
-    marker_rule = RULES[UNKNOWN_MARKER_INVARIANT]
+    marker_rule = RULES[INEFFECTIVE_MARKER]
     judged.update({finding: (None, marker_rule) for finding in _marker_findings(markers, prepared, config)})
     kept = _unsuppressed(judged, prepared, config, suppress)
     if fixes and any(judged[finding][1].fix is not None for finding in kept):
@@ -575,15 +576,22 @@ def _sites(
 def _marker_findings(
     markers: dict[Span, tuple[str, tuple[str, ...], str]], prepared: PreparedFile, config: Config
 ) -> Iterable[Finding]:
-    """KVC101 for each marker that names what is no invariant of `config`."""
+    """KVC101 for each marker that names what is no invariant of `config`, and for each that is on no `def`'s
+    header (`kvlint.markers`)."""
     configured = ", ".join(invariant.name for invariant in config.invariants.invariants) or "none"
     for span, (marker, unknown, function) in markers.items():
         names = " and ".join(", ".join(f"`{name}`" for name in unknown).rsplit(", ", 1))
         message = (f"`{marker}` names {names}, but this configuration's invariants are {configured}: the function "
                    f"is on no connector path for {'it' if len(unknown) == 1 else 'them'}")
         source_line = prepared.lines[span.line - 1] if 0 < span.line <= len(prepared.lines) else ""
-        yield Finding(prepared.display_path, span.line, span.column, UNKNOWN_MARKER_INVARIANT, message,
+        yield Finding(prepared.display_path, span.line, span.column, INEFFECTIVE_MARKER, message,
                       span.end_line, span.end_column, function=function, source_line=source_line.rstrip("\r\n"))
+    for line, column, end_column, marker in misplaced_markers(prepared.text):
+        message = (f"`{marker}` is not on a `def` line, so it marks nothing: put it on the line of the `def` (or of "
+                   "the `):` that ends its signature)")
+        source_line = prepared.lines[line - 1] if 0 < line <= len(prepared.lines) else ""
+        yield Finding(prepared.display_path, line, column, INEFFECTIVE_MARKER, message, line, end_column,
+                      source_line=source_line.rstrip("\r\n"))
 
 
 _analysis_executor: ThreadPoolExecutor | None = None

@@ -26,7 +26,7 @@ from kvlint.findings import Finding
 from kvlint.sites import DerefTarget, Site, SiteKind, Span
 
 # Reported from any hook of the module: what no type shows, the producer side of the invariant (KVC002, KVC003,
-# KVC006), mutating the shared sentinel (KVC004), a marker naming no invariant (KVC101), files kvlint could not check.
+# KVC006), mutating the shared sentinel (KVC004), a marker that marks nothing (KVC101), files kvlint could not check.
 REPORTED_CODES = ("KVC002", "KVC003", "KVC004", "KVC006", "KVC101", "KVC9")
 # Reported once mypy has typed the dereferenced value, unless that type includes None (mypy then reports it).
 DEREFERENCE_CODES = {"KVC001": DerefTarget.CONNECTOR_OUTPUT, "KVC005": DerefTarget.PAYLOAD_FIELD}

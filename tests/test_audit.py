@@ -128,7 +128,7 @@ def test_select_and_ignore_filter_findings_not_the_inventory(fixture_audit: dict
     assert {f["code"] for f in selected["findings"]} == {"KVC002"}
     assert selected["sentinel_uses"] == fixture_audit["sentinel_uses"]
     ignored = _audit_json(FIXTURE_TREE, "--ignore", "KVC001,KVC005")
-    assert {f["code"] for f in ignored["findings"]} == {"KVC002", "KVC003", "KVC004", "KVC006"}
+    assert {f["code"] for f in ignored["findings"]} == {"KVC002", "KVC003", "KVC004", "KVC006", "KVC101"}
 
 
 def test_files_that_cannot_be_checked_are_counted(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ def _load() -> dict[str, Rule]:
         kvc006_kv_output_dropped,
         kvc9xx_file_diagnostics,
         kvc100_unused_noqa,
-        kvc101_unknown_marker_invariant,
+        kvc101_ineffective_path_marker,
     )
 
     rules = [
@@ -32,7 +32,7 @@ def _load() -> dict[str, Rule]:
         kvc005_unguarded_optional_set.RULE,
         kvc006_kv_output_dropped.RULE,
         kvc100_unused_noqa.RULE,
-        kvc101_unknown_marker_invariant.RULE,
+        kvc101_ineffective_path_marker.RULE,
         *kvc9xx_file_diagnostics.RULES,
     ]
     return {rule.code: rule for rule in rules}
@@ -44,7 +44,7 @@ SYNTAX_ERROR = "KVC900"
 UNREADABLE = "KVC901"
 INTERNAL_ERROR = "KVC902"
 UNUSED_NOQA = "KVC100"  # reported by `kvlint check --report-unused-noqa` only
-UNKNOWN_MARKER_INVARIANT = "KVC101"
+INEFFECTIVE_MARKER = "KVC101"
 
 
 def rules_table_markdown() -> str:
