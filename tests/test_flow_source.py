@@ -90,7 +90,9 @@ def test_a_marker_anywhere_on_a_defs_header_and_nowhere_else(tmp_path: Path) -> 
         def marker_in_a_string(self, text="# kvlint: connector-path"):
             return EMPTY_MODEL_RUNNER_OUTPUT
     """)
-    assert _findings(tmp_path) == [(8, 4, "KVC002"), (13, 4, "KVC002"), (21, 20, "KVC002")]
+    assert _findings(tmp_path) == [  # a marker in a body marks nothing, and says so (KVC101)
+        (8, 4, "KVC002"), (13, 4, "KVC002"), (17, 4, "KVC101"), (21, 20, "KVC002"), (25, 4, "KVC101"),
+    ]
 
 
 def test_newer_syntax_is_lowered_in_place(tmp_path: Path) -> None:
