@@ -1,7 +1,8 @@
 """Baselines: record today's findings, then report only the new ones.
 
 A finding is keyed by its path (relative to the baseline file's directory),
-code, enclosing function, its source line and the nearest line of code above
+code, the invariant it speaks for (`kv`, `ec`: one construction can be KVC003
+for both), enclosing function, its source line and the nearest line of code above
 and below it (the window), each with whitespace collapsed, plus an occurrence
 number among findings sharing all of that. Blank lines and comment-only lines
 are not part of the window.
@@ -12,7 +13,8 @@ its function, moving the file. What does not: edits elsewhere that shift line
 numbers, re-indenting, blank lines and comments. So a recorded finding that is
 fixed does not hide the same text added elsewhere (its neighbours differ), and
 an identical line added above a recorded one is the one reported.
-Version 1 baselines (no window) are still read, matched without the window.
+Version 1 baselines (no window) are still read, matched without the window, and
+version 2 baselines (no invariant) matched without the invariant.
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ from kvlint.atomic import write_output
 from kvlint.findings import Finding
 from kvlint.safe_text import json_document
 
-BASELINE_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+BASELINE_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 
 
 class BaselineError(Exception):
@@ -45,6 +47,7 @@ class BaselineKey:
 
     path: str
     code: str
+    invariant: str  # "" for a file diagnostic, and in a key read from (or matched with) a version 1 or 2 baseline
     function: str
     snippet: str
     context: tuple[str, str]  # the nearest line of code above and below, normalised ("" for none)
@@ -115,14 +118,17 @@ def baseline_path_of(display_path: str, base_directory: Path) -> str:
     return Path(relative).as_posix()
 
 
-def keyed(findings: Iterable[Finding], base_directory: Path, window: bool = True) -> list[tuple[BaselineKey, Finding]]:
-    """Key every finding; duplicates of one key are numbered in source order. `window=False`: version 1 keys."""
-    counters: Counter[tuple[str, str, str, str, tuple[str, str]]] = Counter()
+def keyed(findings: Iterable[Finding], base_directory: Path, version: int = BASELINE_VERSION
+          ) -> list[tuple[BaselineKey, Finding]]:
+    """Key every finding as a baseline of `version` keys it (version 1: no window; 1 and 2: no invariant);
+    duplicates of one key are numbered in source order."""
+    counters: Counter[tuple[str, str, str, str, str, tuple[str, str]]] = Counter()
     sources = _Sources()
     result = []
     for finding in sorted(findings):
-        context = sources.context(finding) if window else ("", "")
-        stem = (baseline_path_of(finding.path, base_directory), finding.code, finding.function,
+        context = sources.context(finding) if version >= 2 else ("", "")
+        stem = (baseline_path_of(finding.path, base_directory), finding.code,
+                finding.invariant if version >= 3 else "", finding.function,
                 normalise_snippet(finding.source_line), context)
         counters[stem] += 1
         result.append((BaselineKey(*stem, counters[stem]), finding))
@@ -156,14 +162,16 @@ class Baseline:
         if version not in READABLE_VERSIONS:
             raise BaselineError(
                 f"{path}: baseline version {version!r} is not supported "
-                f"(this kvlint reads versions 1 and {BASELINE_VERSION}); write it again with --write-baseline"
+                f"(this kvlint reads versions 1 to {BASELINE_VERSION}); write it again with --write-baseline"
             )
         keys = set()
         for number, entry in enumerate(data["findings"], start=1):
             try:
                 above, below = entry["context"] if version >= 2 else ("", "")
-                keys.add(BaselineKey(str(entry["path"]), str(entry["code"]), str(entry["function"]),
-                                     str(entry["snippet"]), (str(above), str(below)), int(entry["occurrence"])))
+                invariant = entry["invariant"] if version >= 3 else ""
+                keys.add(BaselineKey(str(entry["path"]), str(entry["code"]), str(invariant or ""),
+                                     str(entry["function"]), str(entry["snippet"]), (str(above), str(below)),
+                                     int(entry["occurrence"])))
             except (KeyError, TypeError, ValueError):
                 message = f"{path}: finding {number} of the baseline lacks a field or has a wrong type"
                 raise BaselineError(message) from None
@@ -173,7 +181,7 @@ class Baseline:
         """Return the findings this baseline does not record, and how many it does."""
         new = []
         known = 0
-        for key, finding in keyed(findings, self.path.parent, window=self.version >= 2):
+        for key, finding in keyed(findings, self.path.parent, self.version):
             if key in self.keys:
                 known += 1
             else:
@@ -196,9 +204,9 @@ def _read_regular_file(path: Path) -> bytes:
 def baseline_text(findings: Iterable[Finding], base_directory: Path) -> str:
     """The baseline file's content: sorted, without dates, so it diffs cleanly under version control."""
     entries = [
-        {"path": key.path, "code": key.code, "function": key.function, "snippet": key.snippet,
-         "context": list(key.context), "occurrence": key.occurrence, "line": finding.line,
-         "message": finding.message}
+        {"path": key.path, "code": key.code, "invariant": key.invariant or None, "function": key.function,
+         "snippet": key.snippet, "context": list(key.context), "occurrence": key.occurrence,
+         "line": finding.line, "message": finding.message}
         for key, finding in sorted(keyed(findings, base_directory), key=lambda pair: pair[0])
     ]
     by_code: defaultdict[str, int] = defaultdict(int)
@@ -208,8 +216,8 @@ def baseline_text(findings: Iterable[Finding], base_directory: Path) -> str:
         "tool": "kvlint",
         "version": BASELINE_VERSION,
         "comment": "Findings recorded by `kvlint --write-baseline`; `--baseline` reports only findings not "
-                   "listed here. `line` and `message` are for reading: matching uses path, code, function, "
-                   "snippet, context (the nearest code lines above and below) and occurrence.",
+                   "listed here. `line` and `message` are for reading: matching uses path, code, "
+                   "invariant, function, snippet, context (the nearest code lines above and below) and occurrence.",
         "written_by": f"kvlint {__version__}",
         "counts": dict(sorted(by_code.items())),
         "findings": entries,

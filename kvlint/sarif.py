@@ -49,7 +49,8 @@ def sarif_log(findings: Sequence[Finding], properties: dict[str, object] | None 
     """A SARIF 2.1.0 log with one run: every registered rule and one result per finding."""
     codes = list(RULES)
     results = []
-    for key, finding in sorted(keyed(findings, Path(os.curdir)), key=lambda pair: pair[1]):
+    # version 2 keys, as before baselines keyed the invariant: the fingerprints code scanning tracks stay the same
+    for key, finding in sorted(keyed(findings, Path(os.curdir), version=2), key=lambda pair: pair[1]):
         fingerprint = hashlib.sha256(utf8_bytes(
             "\0".join((key.path, key.code, key.function, key.snippet, str(key.occurrence))))
         ).hexdigest()

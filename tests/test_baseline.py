@@ -130,8 +130,8 @@ def test_baseline_file_is_deterministic_and_sorted(tmp_path: Path) -> None:
     run_kvlint("check", ".", "--write-baseline", str(second), "--jobs", "2", cwd=tmp_path)
     assert first.read_bytes() == second.read_bytes()
     data = json.loads(first.read_text())
-    assert data["tool"] == "kvlint" and data["version"] == 2
-    keys = [(e["path"], e["code"], e["function"], e["snippet"], e["context"], e["occurrence"])
+    assert data["tool"] == "kvlint" and data["version"] == 3
+    keys = [(e["path"], e["code"], e["invariant"] or "", e["function"], e["snippet"], e["context"], e["occurrence"])
             for e in data["findings"]]
     assert keys == sorted(keys)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.json", "worker.py"]

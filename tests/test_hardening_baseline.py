@@ -74,3 +74,42 @@ def test_a_version_1_baseline_is_still_read(tmp_path: Path) -> None:
     baseline.write_text(json.dumps(data))
     (tmp_path / "merge.py").write_text(SOURCE.replace("        tally(out)\n", "        tally(out, 1)\n"))
     assert _new(tmp_path, baseline) == []  # version 1 keys have no window
+
+
+RUNNER = """\
+from vllm.distributed.ec_transfer import has_ec_transfer
+from vllm.distributed.kv_transfer import has_kv_transfer_group
+from vllm.v1.outputs import ModelRunnerOutput
+
+
+def build(kvo):
+    if has_kv_transfer_group() and has_ec_transfer():
+        return ModelRunnerOutput(
+            req_ids=[],
+        )
+    return None
+"""
+KV_ONLY = '[tool.kvlint]\npresets = ["kv"]\n'
+
+
+def test_a_finding_of_another_invariant_on_a_recorded_line_is_new(tmp_path: Path) -> None:
+    """Recorded with `presets = ["kv"]`: KVC003 for the KV output. The KV output attached, the encoder-cache
+    preset turned on: the construction's KVC003 is now the encoder-cache one, at the same line. A version 3
+    baseline keys the invariant, so it is new; a version 2 one did not, and hid it."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text(KV_ONLY)
+    (tmp_path / "runner.py").write_text(RUNNER)
+    baseline = tmp_path / "baseline.json"
+    assert run_kvlint("check", ".", "--write-baseline", str(baseline), cwd=tmp_path).returncode == 0
+    (entry,) = json.loads(baseline.read_text())["findings"]
+    assert (entry["code"], entry["invariant"], entry["line"]) == ("KVC003", "kv", 8)
+    (tmp_path / "pyproject.toml").write_text("[tool.kvlint]\n")
+    attached = "            req_ids=[],\n            kv_connector_output=kvo,\n"
+    (tmp_path / "runner.py").write_text(RUNNER.replace("            req_ids=[],\n", attached))
+    assert _new(tmp_path, baseline) == [(8, "KVC003")]
+    data = json.loads(baseline.read_text())
+    data["version"] = 2
+    for recorded in data["findings"]:
+        del recorded["invariant"]
+    baseline.write_text(json.dumps(data))
+    assert _new(tmp_path, baseline) == []  # version 2 keys have no invariant
