@@ -2,10 +2,10 @@
 
 The marker counts on the lines from `def` to the `:` that ends the signature (the flow
 analysis reads it there, `FlowAnalysis._connector_marker`). Written above the `def`, on a
-decorator or `class` line, or in a body, it is silently nothing: KVC101 says so. Only a
-comment that is the marker and nothing else counts as one here (`# kvlint: connector-path`,
-`# kvlint: connector-path[ec]`, possibly beside other `#` directives), so prose that quotes
-it (`# mark it with `# kvlint: connector-path``) is not reported.
+decorator or `class` line, or in a body, it marks nothing, and KVC101 says so. Only a
+comment part that is the marker and nothing else counts as one here (`# kvlint: connector-path`,
+`# kvlint: connector-path[ec]`, possibly beside other `#` directives such as `# noqa`), so a
+comment that quotes the marker in a sentence is not reported.
 """
 
 from __future__ import annotations
