@@ -145,9 +145,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main_reporting(argv)
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        return _main_reporting(argv)
-    finally:  # a SIGTERM once the run is over (the interpreter exiting) gets the handler the caller had
+        try:
+            return _main_reporting(argv)
+        finally:  # a SIGTERM once the run is over (the interpreter exiting) gets the handler the caller had
+            signal.signal(signal.SIGTERM, previous)
+    except _Terminated:  # it came as the run ended, before that handler was back: the run ends as terminated
         signal.signal(signal.SIGTERM, previous)
+        sys.stderr.write("kvlint: terminated\n")
+        return EXIT_TERMINATED
 
 
 def _main_reporting(argv: Sequence[str] | None) -> int:

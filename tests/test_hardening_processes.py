@@ -80,6 +80,30 @@ def test_once_the_run_is_over_sigterm_has_the_callers_handler_again(capsys: pyte
     assert "KVC001" in capsys.readouterr().out
 
 
+def test_a_sigterm_as_the_run_ends_ends_it_without_a_traceback(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The signal arrives after the run returned, as `main` gives the handler back (Python runs kvlint's handler
+    at the entry of `signal.signal`, before it replaces it): terminated, one line, the caller's handler back."""
+    from kvlint import cli
+
+    before = signal.getsignal(signal.SIGTERM)
+    real = signal.signal
+    calls: list[object] = []
+
+    def arriving_at_the_restore(number: int, handler: object) -> object:
+        calls.append(handler)
+        if len(calls) == 2:  # the first call installs kvlint's handler; the second gives the caller's back
+            cli._terminate(number, None)
+        return real(number, handler)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cli.signal, "signal", arriving_at_the_restore)
+    assert cli.main(["rules"]) == cli.EXIT_TERMINATED
+    monkeypatch.undo()
+    assert signal.getsignal(signal.SIGTERM) is before
+    assert capsys.readouterr().err == "kvlint: terminated\n"
+
+
 def test_a_worker_dies_with_its_parent(tmp_path: Path) -> None:
     """SIGKILL to the parent alone (no handler can run): its workers go too."""
     for number in range(300):
