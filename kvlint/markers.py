@@ -1,9 +1,9 @@
-"""`# kvlint: connector-path` comments that mark nothing because they are not on a `def`'s header.
+"""The `# kvlint: connector-path` marker: how it is spelt, and the comments that mark nothing.
 
 The marker counts on the lines from `def` to the `:` that ends the signature (the flow
 analysis reads it there, `FlowAnalysis._connector_marker`). Written above the `def`, on a
 decorator or `class` line, or in a body, it marks nothing, and KVC101 says so. Only a
-comment part that is the marker and nothing else counts as one here (`# kvlint: connector-path`,
+comment part that is the marker and nothing else counts as one there (`# kvlint: connector-path`,
 `# kvlint: connector-path[ec]`, possibly beside other `#` directives such as `# noqa`), so a
 comment that quotes the marker in a sentence is not reported.
 """
@@ -15,8 +15,9 @@ import re
 import tokenize
 from collections.abc import Iterator
 
-# one `#`-separated part of a comment that is a marker and nothing else
-_DIRECTIVE = re.compile(r"\s*kvlint:\s*connector-path\b(?:\s*\[[\w\s,]*\])?\s*")
+# the marker, with the invariants it names in brackets (`connector-path[ec]`; none: the first invariant)
+CONNECTOR_PATH_MARKER = re.compile(r"#\s*kvlint:\s*connector-path\b(?:\s*\[(?P<invariants>[\w\s,]*)\])?")
+_COMMENT_PARTS = re.compile(r"#[^#]*")  # a comment's `#` directives, each to the next `#`
 
 
 def misplaced_markers(text: str) -> Iterator[tuple[int, int, int, str]]:
@@ -29,7 +30,7 @@ def misplaced_markers(text: str) -> Iterator[tuple[int, int, int, str]]:
     try:
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
             kind = token.type
-            if kind in (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING):
+            if kind in (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT):
                 if kind == tokenize.NEWLINE:
                     in_header, first = False, True
                 continue
@@ -47,11 +48,7 @@ def misplaced_markers(text: str) -> Iterator[tuple[int, int, int, str]]:
 
 def _directives(token: tokenize.TokenInfo) -> Iterator[tuple[int, int, int, str]]:
     line, column = token.start
-    offset = 0
-    for part in token.string.split("#")[1:]:
-        offset = token.string.index("#", offset)
-        found = _DIRECTIVE.fullmatch(part)
-        if found is not None:
-            marker = "#" + part.rstrip()
-            yield line, column + offset, column + offset + len(marker), marker
-        offset += 1
+    for part in _COMMENT_PARTS.finditer(token.string):
+        marker = part.group().rstrip()
+        if CONNECTOR_PATH_MARKER.fullmatch(marker):
+            yield line, column + part.start(), column + part.start() + len(marker), marker

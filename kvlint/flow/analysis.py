@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import re
 from collections.abc import Sequence
 
 from kvlint.annotations import AnnotationKind, classify_annotation
@@ -26,11 +25,10 @@ from kvlint.flow.state import (
 from kvlint.flow.statements import Statements
 from kvlint.flow.source import SourceText
 from kvlint.flow.syntax import FUNCTIONS, SCOPES, dotted_name, parameters
+from kvlint.markers import CONNECTOR_PATH_MARKER
 from kvlint.names import ImportTable, matches
 from kvlint.sites import Site, SiteKind, Span
 from kvlint.tree_index import TreeIndex
-
-CONNECTOR_PATH_MARKER = re.compile(r"#\s*kvlint:\s*connector-path\b(?:\s*\[(?P<invariants>[\w\s,]*)\])?")
 
 
 class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
