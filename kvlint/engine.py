@@ -583,15 +583,18 @@ def _marker_findings(
         names = " and ".join(", ".join(f"`{name}`" for name in unknown).rsplit(", ", 1))
         message = (f"`{marker}` names {names}, but this configuration's invariants are {configured}: the function "
                    f"is on no connector path for {'it' if len(unknown) == 1 else 'them'}")
-        source_line = prepared.lines[span.line - 1] if 0 < span.line <= len(prepared.lines) else ""
         yield Finding(prepared.display_path, span.line, span.column, INEFFECTIVE_MARKER, message,
-                      span.end_line, span.end_column, function=function, source_line=source_line.rstrip("\r\n"))
+                      span.end_line, span.end_column, function=function, source_line=_source_line(prepared, span.line))
     for line, column, end_column, marker in misplaced_markers(prepared.text):
         message = (f"`{marker}` is not on a `def` line, so it marks nothing: put it on the line of the `def` (or of "
                    "the `):` that ends its signature)")
-        source_line = prepared.lines[line - 1] if 0 < line <= len(prepared.lines) else ""
         yield Finding(prepared.display_path, line, column, INEFFECTIVE_MARKER, message, line, end_column,
-                      source_line=source_line.rstrip("\r\n"))
+                      source_line=_source_line(prepared, line))
+
+
+def _source_line(prepared: PreparedFile, line: int) -> str:
+    """The physical line a finding is on, without its line break (noqa and baselines read it)."""
+    return prepared.lines[line - 1].rstrip("\r\n") if 0 < line <= len(prepared.lines) else ""
 
 
 _analysis_executor: ThreadPoolExecutor | None = None
@@ -651,7 +654,6 @@ def _findings(sites: Iterable[Site], prepared: PreparedFile) -> Iterable[tuple[F
             if message is None:
                 continue
             span = site.span
-            source_line = prepared.lines[span.line - 1] if 0 < span.line <= len(prepared.lines) else ""
             yield Finding(
                 prepared.display_path,
                 span.line,
@@ -661,7 +663,7 @@ def _findings(sites: Iterable[Site], prepared: PreparedFile) -> Iterable[tuple[F
                 span.end_line,
                 span.end_column,
                 function=site.function,
-                source_line=source_line.rstrip("\r\n"),
+                source_line=_source_line(prepared, span.line),
                 invariant=site.invariant,
             ), site, rule
 
