@@ -151,8 +151,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
     except _Terminated:  # it came as the run ended, before that handler was back: the run ends as terminated
         signal.signal(signal.SIGTERM, previous)
-        sys.stderr.write("kvlint: terminated\n")
-        return EXIT_TERMINATED
+        return _terminated()
+
+
+def _terminated() -> int:
+    sys.stderr.write("kvlint: terminated\n")
+    return EXIT_TERMINATED
 
 
 def _main_reporting(argv: Sequence[str] | None) -> int:
@@ -163,8 +167,7 @@ def _main_reporting(argv: Sequence[str] | None) -> int:
         sys.stderr.write("kvlint: interrupted\n")
         return EXIT_INTERRUPTED
     except _Terminated:
-        sys.stderr.write("kvlint: terminated\n")
-        return EXIT_TERMINATED
+        return _terminated()
     except BrokenPipeError:
         # stdout was closed early (`kvlint check | head`): not an error of ours
         devnull = os.open(os.devnull, os.O_WRONLY)
