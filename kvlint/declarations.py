@@ -76,10 +76,11 @@ class FunctionDecl:
     returns: TypeRef | None  # None: not annotated
     never_returns: bool = False
     returns_output: bool = False  # some `return` gives the empty sentinel or builds an output class
+    is_async: bool = False  # `async def`: a call gives a coroutine, `await` gives what `returns` says
 
     def to_json(self) -> list[object]:
         returns = self.returns.to_json() if self.returns else None
-        return ["f", self.qualname, self.name, returns, self.never_returns, self.returns_output]
+        return ["f", self.qualname, self.name, returns, self.never_returns, self.is_async, self.returns_output]
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,18 @@ class PathCalls:
 
 
 @dataclass(frozen=True)
+class ModuleDecl:
+    """A module of the run and the modules its imports name (`a.b` for `import a.b`, `a.b.C` for
+    `from a.b import C`: the binder finds which of them is a module)."""
+
+    module: str
+    imports: tuple[str, ...] = ()
+
+    def to_json(self) -> list[object]:
+        return ["m", self.module, list(self.imports)]
+
+
+@dataclass(frozen=True)
 class GlobalDecl:
     """An annotated module-level name."""
 
@@ -133,16 +146,19 @@ class GlobalDecl:
         return ["g", self.qualname, self.type.to_json()]
 
 
-Declaration = FunctionDecl | ClassDecl | GlobalDecl | PathCalls
+Declaration = FunctionDecl | ClassDecl | GlobalDecl | PathCalls | ModuleDecl
 
 
 def declaration_from_json(data: list[object]) -> Declaration:
     """Decode what `to_json` wrote (the result cache stores declarations this way)."""
     tag = data[0]
     if tag == "f":
-        _, qualname, name, returns, never, produces = data
+        _, qualname, name, returns, never, is_async, produces = data
         decoded = TypeRef.from_json(returns) if returns else None  # type: ignore[arg-type]
-        return FunctionDecl(str(qualname), str(name), decoded, bool(never), bool(produces))
+        return FunctionDecl(str(qualname), str(name), decoded, bool(never), bool(produces), bool(is_async))
+    if tag == "m":
+        _, module, imports = data
+        return ModuleDecl(str(module), tuple(map(str, imports)))  # type: ignore[call-overload]
     if tag == "p":
         _, module, counts = data
         return PathCalls(str(module), tuple((str(n), int(c)) for n, c in counts))  # type: ignore[union-attr]
@@ -442,7 +458,7 @@ def module_declarations(
     resolve = _local_resolver(tree, module_name, imports)
     sentinels = tuple(empty_sentinels)
     outputs = tuple(output_classes)
-    found: list[Declaration] = []
+    found: list[Declaration] = [ModuleDecl(module_name, tuple(sorted(imports.modules)))] if module_name else []
     for statement in tree.body:
         if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
             type_ = type_of_annotation(statement.annotation, resolve)
@@ -456,7 +472,8 @@ def module_declarations(
                 returns = type_of_annotation(child.returns, resolve)
                 qualname = _join(prefix, child.name)
                 produces = bool(outputs) and _returns_output(child, resolve, sentinels, outputs)
-                found.append(FunctionDecl(qualname, child.name, returns, _never_returns(child, returns), produces))
+                found.append(FunctionDecl(qualname, child.name, returns, _never_returns(child, returns), produces,
+                                          isinstance(child, ast.AsyncFunctionDef)))
                 stack.append((child, f"{qualname}.<locals>"))
             elif isinstance(child, ast.ClassDef):
                 qualname = _join(prefix, child.name)

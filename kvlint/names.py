@@ -62,8 +62,10 @@ class ImportTable:
     often imports inside functions); the last import of a name wins.
     """
 
-    def __init__(self, bindings: dict[str, str] | None = None):
+    def __init__(self, bindings: dict[str, str] | None = None, modules: Iterable[str] = ()):
         self.bindings: dict[str, str] = dict(bindings or {})
+        # what the imports name as written, made absolute: `a.b` (`import a.b`), `a.b.C` (`from a.b import C`)
+        self.modules: frozenset[str] = frozenset(modules)
 
     @classmethod
     def from_ast(cls, tree: ast.AST, module_name: str = "", is_package: bool = False) -> ImportTable:
@@ -76,9 +78,11 @@ class ImportTable:
     ) -> ImportTable:
         """Collect the import bindings among a module's statements (`walk_statements`)."""
         bindings: dict[str, str] = {}
+        modules: set[str] = set()
         for node in statements:
             if isinstance(node, ast.Import):
                 for alias in node.names:
+                    modules.add(alias.name)
                     if alias.asname:
                         bindings[alias.asname] = alias.name
                     else:
@@ -88,11 +92,14 @@ class ImportTable:
                 source = node.module or ""
                 if node.level:
                     source = _module_of_relative(module_name, is_package, node.level, source)
+                if source:
+                    modules.add(source)
                 for alias in node.names:
                     if alias.name == "*":
                         continue
                     bindings[alias.asname or alias.name] = f"{source}.{alias.name}" if source else alias.name
-        return cls(bindings)
+                    modules.add(bindings[alias.asname or alias.name])
+        return cls(bindings, modules)
 
     def resolve_dotted(self, spelled: str) -> str:
         """Return the dotted name a spelled `a.b.c` refers to, through imports."""

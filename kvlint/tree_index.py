@@ -18,7 +18,7 @@ from collections.abc import Collection, Iterable, Sequence
 from itertools import chain
 
 from kvlint.byte_scan import mentions_any
-from kvlint.declarations import ClassDecl, Declaration, FunctionDecl, GlobalDecl, PathCalls, TypeRef
+from kvlint.declarations import ClassDecl, Declaration, FunctionDecl, GlobalDecl, ModuleDecl, PathCalls, TypeRef
 from kvlint.names import matches
 
 # Functions every Python program knows never return (a path that calls one ends there).
@@ -28,6 +28,7 @@ KNOWN_NO_RETURN = (
     "typing.assert_never", "typing_extensions.assert_never",
 )
 MAX_BASE_DEPTH = 12
+_IMPLICIT_BASES = ("object", "typing.Generic", "typing.Protocol", "typing.NamedTuple", "abc.ABC", "enum.Enum")
 _WORD = re.compile(r"\w+")  # a name's mentions: the words equal to it (`\bname\b`)
 _WORD_CHAR = re.compile(r"\w")
 _FEW_NAMES = 8  # up to this many names, a `str.find` per name; more, one pass over every word of the text
@@ -66,6 +67,9 @@ class TreeIndex:
         self.path_calls: dict[str, int] = {}
         # functions only ever called there: `.name` or `name` -> the invariants whose path it is on
         self.connector_callees: dict[str, tuple[str, ...]] = {}
+        # each module of the run and what its imports name: which declarations a module can reach
+        self.modules: dict[str, tuple[str, ...]] = {}
+        self._reachable: dict[str, frozenset[str]] = {}
         classes_by_name: dict[str, list[ClassDecl]] = {}
         ambiguous: set[str] = set()  # two files of one module name (scripts without packages): trust neither
         for decl in declarations:
@@ -82,11 +86,14 @@ class TreeIndex:
             elif isinstance(decl, PathCalls):
                 for name, count in decl.counts:
                     self.path_calls[name] = self.path_calls.get(name, 0) + count
+            elif isinstance(decl, ModuleDecl):
+                if self.modules.setdefault(decl.module, decl.imports) != decl.imports:
+                    self.modules[decl.module] = tuple(sorted({*self.modules[decl.module], *decl.imports}))
         for qualname in ambiguous:
             self.functions.pop(qualname, None)
             self.classes.pop(qualname, None)
             self.globals.pop(qualname, None)
-        self._unique_classes = {name: found[0] for name, found in classes_by_name.items() if len(found) == 1}
+        self._classes_by_name = {name: tuple(found) for name, found in classes_by_name.items()}
         # every dotted prefix of a declared name: the modules (and classes) the tree holds
         scopes: set[str] = set()
         for qualname in chain(self.classes, self.functions):
@@ -106,6 +113,11 @@ class TreeIndex:
         plain_names = {d.name for d in functions if not returns_optional_payload(d, payload)} | set(other_definitions)
         self.optional_method_names = {  # the payload classes its definitions declare, as they spell them
             name: tuple(sorted(classes)) for name, classes in optional_names.items() if name not in plain_names
+        }
+        # where each of those names is defined Optional: a module reaches the fallback only through its imports
+        self._optional_method_modules: dict[str, frozenset[str]] = {
+            name: frozenset(self.module_of(d.qualname) for d in optional if d.name == name)
+            for name in self.optional_method_names
         }
         self.payload_names = frozenset(
             [name for decl in self.classes.values() for name, type_ in decl.members if _holds(type_, payload)]
@@ -171,14 +183,22 @@ class TreeIndex:
 
     # ------------------------------------------------------------ functions
 
-    def returns_optional(self, callee: str, module_name: str) -> tuple[str, ...] | None:
+    def returns_optional(
+        self, callee: str, module_name: str, reach: frozenset[str] | None = None
+    ) -> tuple[str, ...] | None:
         """The payload classes a call to the resolved callee (receiver unknown) is declared to return Optional
         (each definition of a method name may spell one); None when it returns no Optional payload."""
         for name in (callee, f"{module_name}.{callee}"):
             if name in self.optional_qualnames:
                 return (self.optional_qualnames[name],)
         if "." in callee:
-            return self.optional_method_names.get(callee.rpartition(".")[2])
+            name = callee.rpartition(".")[2]
+            found = self.optional_method_names.get(name)
+            if found and self.modules:
+                reach = self.reachable(module_name) if reach is None else reach
+                if not self._optional_method_modules[name] & reach:
+                    return None  # defined Optional only in modules this one never imports: another class's method
+            return found
         return None
 
     def function(self, callee: str, module_name: str) -> FunctionDecl | None:
@@ -196,14 +216,64 @@ class TreeIndex:
 
     # -------------------------------------------------------------- classes
 
-    def class_named(self, name: str, module_name: str = "") -> ClassDecl | None:
-        """The class a resolved name refers to: by qualified name, else the tree's only class so named."""
+    def class_named(self, name: str, module_name: str = "", reach: frozenset[str] | None = None) -> ClassDecl | None:
+        """The class a resolved name refers to in `module_name`: by qualified name, else the only class so named
+        among the modules it reaches through its imports (a module the tree does not hold, or a script
+        outside any package)."""
         found = self.classes.get(name) or (self.classes.get(f"{module_name}.{name}") if module_name else None)
         if found is not None:
             return found
-        if "." in name and self._known_module(name):
-            return None
-        return self._unique_classes.get(name.rpartition(".")[2])
+        if "." in name and (self._known_module(name) or not module_name):
+            return None  # a qualified name no module resolves it in: the class is not in the tree
+        candidates = self._classes_by_name.get(name.rpartition(".")[2], ())
+        if reach is None and module_name in self.modules:
+            reach = self.reachable(module_name)
+        if reach is not None and self.modules:
+            candidates = tuple(c for c in candidates if self.module_of(c.qualname) in reach)
+        return candidates[0] if len(candidates) == 1 else None
+
+    def module_of(self, qualname: str) -> str:
+        """The module of the run a declared name lives in (its longest dotted prefix that is one)."""
+        module = qualname
+        while "." in module:
+            module = module.rpartition(".")[0]
+            if module in self.modules:
+                return module
+        return qualname.partition(".")[0] if qualname in self.modules or "." not in qualname else module
+
+    def reachable(self, module_name: str, imports: Collection[str] = ()) -> frozenset[str]:
+        """The modules of the run that `module_name` imports, directly or through others it imports, and itself
+        (with the packages they are in, whose `__init__` an import runs). `imports`: what the module's own
+        imports name, for a module the index holds no entry of (a caller found among the skipped files)."""
+        known = module_name in self.modules
+        found = self._reachable.get(module_name) if known else None
+        if found is not None:
+            return found
+        seen = {module_name}
+        stack = [module_name]
+        while stack:
+            current = stack.pop()
+            for target in self.modules.get(current, ()) if known or current != module_name else imports:
+                while target:
+                    if target in self.modules and target not in seen:
+                        seen.add(target)
+                        stack.append(target)
+                    target = target.rpartition(".")[0]
+        found = frozenset(seen)
+        if known:
+            self._reachable[module_name] = found
+        return found
+        seen = {module_name}
+        stack = [module_name]
+        while stack:
+            for target in self.modules.get(stack.pop(), ()):
+                while target:
+                    if target in self.modules and target not in seen:
+                        seen.add(target)
+                        stack.append(target)
+                    target = target.rpartition(".")[0]
+        found = self._reachable[module_name] = frozenset(seen)
+        return found
 
     def _known_module(self, name: str) -> bool:
         """Whether the tree holds the module a dotted class name points into (then it is not there)."""
@@ -219,15 +289,16 @@ class TreeIndex:
     def _compute_mro(self, qualname: str) -> list[ClassDecl]:
         found: list[ClassDecl] = []
         seen: set[str] = set()
-        stack = [(qualname, 0)]
+        stack = [(qualname, 0, "")]
         while stack:
-            name, depth = stack.pop(0)
-            decl = self.class_named(name)
+            name, depth, module = stack.pop(0)
+            decl = self.class_named(name, module) if module else self.classes.get(name)
             if decl is None or decl.qualname in seen or depth > MAX_BASE_DEPTH:
                 continue
             seen.add(decl.qualname)
             found.append(decl)
-            stack.extend((base, depth + 1) for base in decl.bases)
+            declaring = self.module_of(decl.qualname)
+            stack.extend((base, depth + 1, declaring) for base in decl.bases)
         return found
 
     def member(self, class_name: str, attribute: str) -> TypeRef | None:
@@ -237,6 +308,27 @@ class TreeIndex:
             if found is not None:
                 return found
         return None
+
+    def declares_attribute(self, class_name: str, attribute: str) -> bool | None:
+        """Whether instances of the class have `attribute` by declaration (a field, an annotated or assigned
+        attribute, a property or method, of it or a base); None when a base is out of the tree's sight."""
+        classes = self.mro(class_name)
+        if not classes:
+            return None
+        known = {decl.qualname for decl in classes}
+        for decl in classes:
+            if attribute in decl.member_types() or attribute in decl.rebound or attribute in decl.sentinel_members:
+                return True
+            if f"{decl.qualname}.{attribute}" in self.functions:
+                return True
+            module = self.module_of(decl.qualname)
+            for base in decl.bases:
+                if matches(base, _IMPLICIT_BASES):
+                    continue
+                found = self.class_named(base, module)
+                if found is None or found.qualname not in known:
+                    return None
+        return False
 
     def method(self, class_name: str, name: str) -> FunctionDecl | None:
         """The declaration of a method, from the nearest class that defines it."""
@@ -260,7 +352,7 @@ class TreeIndex:
     def fields(self, class_name: str) -> tuple[str, ...] | None:
         """A class's positional field order (bases first), or None when a base is not in the tree."""
         chain_: list[ClassDecl] = []
-        decl = self.class_named(class_name)
+        decl = self.classes.get(class_name)
         while decl is not None:
             if not decl.positional:
                 return None  # its own `__init__`, keyword-only fields, or not a dataclass: positions unknown
@@ -270,7 +362,7 @@ class TreeIndex:
                 break
             if len(bases) > 1:
                 return None
-            decl = self.class_named(bases[0])
+            decl = self.class_named(bases[0], self.module_of(decl.qualname))
             if decl is None or len(chain_) > MAX_BASE_DEPTH:
                 return None
         if not chain_:

@@ -95,11 +95,35 @@ def test_a_definition_in_a_file_the_scan_skipped_still_counts(tmp_path: Path, mo
         "from vllm.v1.outputs import KVConnectorOutput\n\n"
         "class Producer:\n    def poll(self) -> KVConnectorOutput | None: ...\n"
     )
-    (tmp_path / "consumer.py").write_text("def use(p):\n    return p.poll().finished_sending\n")
+    (tmp_path / "consumer.py").write_text(CONSUMER)
     monkeypatch.chdir(tmp_path)
     assert [(f.path, f.code) for f in run([Path(".")], Config(), jobs=1).findings] == [("consumer.py", "KVC001")]
     (tmp_path / "unrelated.py").write_text("class Queue:\n    def poll(self):\n        return 1\n")
     assert run([Path(".")], Config(), jobs=1).findings == []
+
+
+# a consumer of an unknown receiver that imports the producer's module: the name fallback may reach its method
+CONSUMER = "import producer\n\n\ndef use(p: 'producer.Source'):\n    return p.poll().finished_sending\n"
+
+
+def test_a_method_name_defined_only_in_modules_the_caller_never_imports_is_no_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`fut.result()` on a `concurrent.futures.Future` is not the `result()` an unrelated package declares
+    Optional: the name fallback for an unknown receiver looks only at the modules the caller reaches."""
+    (tmp_path / "producer.py").write_text(
+        "from vllm.v1.outputs import KVConnectorOutput\n\n"
+        "class AsyncStep:\n    async def result(self) -> KVConnectorOutput | None: ...\n"
+    )
+    (tmp_path / "pool.py").write_text(
+        "from concurrent.futures import ThreadPoolExecutor\n\n\n"
+        "def finished(pool: ThreadPoolExecutor, step):\n    return pool.submit(step).result().finished_sending\n"
+    )
+    (tmp_path / "importer.py").write_text(
+        "import producer\n\n\nasync def finished(step):\n    return (await step.result()).finished_sending\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert [(f.path, f.code) for f in run([Path(".")], Config(), jobs=1).findings] == [("importer.py", "KVC001")]
 
 
 DECLARED = '''
@@ -353,7 +377,7 @@ def test_files_analysed_before_the_skipped_files_changed_the_index_are_analysed_
     (tmp_path / "producer.py").write_text(PRODUCER)
     for n in range(4):  # enough relevant files for worker processes
         (tmp_path / f"neighbour{n}.py").write_text(RELEVANT_NEIGHBOUR.format(n=n))
-    (tmp_path / "consumer.py").write_text("def use(p):\n    return p.poll().finished_sending\n")
+    (tmp_path / "consumer.py").write_text(CONSUMER)
     monkeypatch.chdir(tmp_path)
     first = run([Path(".")], Config(), jobs=jobs)
     assert [(f.path, f.code) for f in first.findings] == [("consumer.py", "KVC001")]  # a caller the scan found

@@ -58,6 +58,7 @@ def test_one_method_declared_in_two_spellings_of_one_payload_class(project: Path
         """,
         "c.py": """
             from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT
+            import a, b  # the workers' classes: what the name fallback for `worker.take()` may reach
             def step(worker):
                 kvo = worker.take()
                 if kvo is not None:
@@ -68,7 +69,7 @@ def test_one_method_declared_in_two_spellings_of_one_payload_class(project: Path
                 return kvo.finished_sending
         """,
     })
-    assert _found(project) == [("c.py", 5, "KVC002", "kv"), ("c.py", 9, "KVC001", "kv")]
+    assert _found(project) == [("c.py", 6, "KVC002", "kv"), ("c.py", 10, "KVC001", "kv")]
     messages = [f.message for f in run([Path(".")], load_config([project]), jobs=1).findings]
     assert "declared `-> KVConnectorOutput | None`" in messages[1]
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from kvlint.annotations import AnnotationKind, classify_annotation
 from kvlint.config import Config
-from kvlint.declarations import Declaration, FunctionDecl
+from kvlint.declarations import ClassDecl, Declaration, FunctionDecl
 from kvlint.flow.expressions import COPY_FUNCTIONS, Expressions
 from kvlint.flow.narrowing import Narrowing
 from kvlint.flow.recording import Recording
@@ -68,6 +68,10 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         self.attached_outputs: set[tuple[object, ...]] = set()  # outputs given their connector output later
         self.names_within: dict[int, frozenset[str]] = {}  # by id() of a node of `module`, which keeps it alive
         self.payload_fields: dict[str, tuple[str, ...]] = {}  # by invariant: its payload's fields the tree declares
+        # the modules this one reaches through its imports: where a name's fallback may find its declaration
+        self.reach = index.reachable(module_name, imports.modules)
+        self.payload_class_decls: dict[str, ClassDecl | None] = {}
+        self.awaited: ast.expr | None = None  # the call an enclosing `await` awaits  # by configured name: the class this module means
         self.invariants = config.invariants
         self.invariant_names = tuple(invariant.name for invariant in self.invariants.invariants)
         payload_names = tuple(name.rpartition(".")[2] for name in config.payload_classes)
@@ -85,7 +89,43 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
             self.sites[key] = dataclasses.replace(
                 self.sites[key], carries_connector_output=True, connector_output_argument="(assigned after it)"
             )
+        fieldless = self._fieldless_invariants()
+        if fieldless:
+            self._forget_demands(fieldless)
         return sorted(self.sites.values(), key=lambda s: (s.span, s.kind.value, s.expression))
+
+    def _fieldless_invariants(self) -> frozenset[str]:
+        """The invariants whose output class, as this module resolves it, declares no such field (vLLM 0.10.0's
+        `ModelRunnerOutput` has no `kv_connector_output`): nothing here can demand one. The output class is
+        what the module imports or defines, or what the module it imports the sentinel from defines."""
+        fieldless = set()
+        for invariant in self.invariants.invariants:
+            names = set()
+            for target in self.imports.bindings.values():
+                if matches(target, invariant.output_classes):
+                    names.add(target)
+                elif matches(target, invariant.empty_sentinels):
+                    names.update(f"{target.rpartition('.')[0]}.{output.rpartition('.')[2]}"
+                                 for output in invariant.output_classes)
+            names.update(f"{self.module_name}.{output.rpartition('.')[2]}" for output in invariant.output_classes)
+            declared = [self.index.class_named(name, self.module_name, self.reach) for name in sorted(names)]
+            found = {decl.qualname: decl for decl in declared if decl is not None}
+            if found and all(
+                self.index.declares_attribute(qualname, invariant.field_name) is False for qualname in found
+            ):
+                fieldless.add(invariant.name)
+        return frozenset(fieldless)
+
+    def _forget_demands(self, fieldless: frozenset[str]) -> None:
+        """No return of the sentinel and no construction is on those invariants' connector paths, and no return
+        drops what their output class cannot carry."""
+        for key, site in list(self.sites.items()):
+            if site.invariant not in fieldless:
+                continue
+            if site.kind is SiteKind.KV_DROPPED:
+                del self.sites[key]
+            elif site.kind in (SiteKind.SENTINEL_USE, SiteKind.OUTPUT_CONSTRUCTION) and site.on_connector_path:
+                self.sites[key] = dataclasses.replace(site, on_connector_path=False, path_reason="")
 
     def _analyse_scope(self, node: ast.AST, scope: ScopeContext) -> None:
         self.scope = scope

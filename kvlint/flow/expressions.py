@@ -27,7 +27,8 @@ from kvlint.flow.syntax import (
     parameters,
     ref_key,
 )
-from kvlint.declarations import TypeRef, type_of_annotation
+from kvlint.declarations import ClassDecl, TypeRef, type_of_annotation
+from kvlint.invariants import FIELDS_EVERY_RELEASE_HAS
 from kvlint.names import matches
 from kvlint.sites import SentinelUseKind, SiteKind
 
@@ -106,7 +107,7 @@ class Expressions:
 
     def _class_of(self, resolved: str) -> str:
         """The qualified name of the class a resolved name refers to (itself when the tree lacks it)."""
-        decl = self.index.class_named(resolved, self.module_name)
+        decl = self.index.class_named(resolved, self.module_name, self.reach)
         return decl.qualname if decl is not None else resolved
 
     def _typed_value(self, declared: TypeRef | None, origin: str, source: bool = True) -> Value | None:
@@ -139,6 +140,20 @@ class Expressions:
         if declared.kind == "noreturn":
             return Value(Nullness.UNKNOWN, never_returns=True)
         return UNTRACKED
+
+    def _payload_class(self, configured: str) -> ClassDecl | None:
+        """The payload class as this module names it: what its imports bind, else its own class of that name,
+        else the only one it reaches through its imports; a test double elsewhere never stands in for it."""
+        if configured in self.payload_class_decls:
+            return self.payload_class_decls[configured]
+        imported = sorted({target for target in self.imports.bindings.values() if matches(target, (configured,))})
+        decl = None
+        for target in imported or [configured.rpartition(".")[2]]:
+            decl = self.index.class_named(target, self.module_name, self.reach)
+            if decl is not None:
+                break
+        self.payload_class_decls[configured] = decl
+        return decl
 
     def _payload_invariant(self, name: str) -> str:
         """The invariant whose payload class this is, or a class of the tree derived from ("" neither)."""
@@ -240,7 +255,7 @@ class Expressions:
         """Attribute names that only a connector output has (its payload fields, declared or configured)."""
         names = set(self.invariants.payload_optional_fields)
         for payload in self.invariants.payload_classes:
-            declared = self.index.class_named(payload)
+            declared = self._payload_class(payload)
             if declared is not None:
                 names.update(name for name, _ in declared.members)
         return frozenset(names)
@@ -248,22 +263,25 @@ class Expressions:
     def _member_invariant(self, attr: str) -> str:
         """The invariant whose payload has a member `attr` (declared first, then configured)."""
         for invariant in self.invariants.invariants:
-            declared = self.index.class_named(invariant.payload_class)
+            declared = self._payload_class(invariant.payload_class)
             if declared is not None and attr in dict(declared.members):
                 return invariant.name
         return self.invariants.of_payload_field(attr)
 
     def _payload_fields(self, invariant: str) -> tuple[str, ...]:
         """The payload's optional fields: the configured ones its class declares where the tree declares it
-        (vLLM 0.10's payload has two of the five the newest one has)."""
+        (vLLM 0.10's payload has two of the five the newest one has); where this module's payload class is out
+        of sight, those of them every release has (which release it is, nothing here says)."""
         fields = self.payload_fields.get(invariant)
         if fields is None:
             fields = configured = self.invariants.payload_fields_of(invariant)
             found = self.invariants.by_name.get(invariant)
-            declared = self.index.class_named(found.payload_class) if found is not None else None
+            declared = self._payload_class(found.payload_class) if found is not None else None
             if declared is not None and declared.members:
                 members = {name for decl in self.index.mro(declared.qualname) for name, _ in decl.members}
                 fields = tuple(name for name in configured if name in members) or configured
+            elif declared is None:
+                fields = tuple(name for name in configured if name in FIELDS_EVERY_RELEASE_HAS) or configured
             self.payload_fields[invariant] = fields
         return fields
 
@@ -337,7 +355,7 @@ class Expressions:
     def _declared_payload_field(self, attr: str, invariant: str) -> Value | None:
         """A payload field the payload class declares non-Optional is never None."""
         found_invariant = self.invariants.by_name.get(invariant)
-        declared = self.index.class_named(found_invariant.payload_class) if found_invariant is not None else None
+        declared = self._payload_class(found_invariant.payload_class) if found_invariant is not None else None
         if declared is None:
             return None
         found = self.index.member(declared.qualname, attr)
@@ -473,6 +491,14 @@ class Expressions:
                 stack.extend(ast.iter_child_nodes(current))
             found = self.names_within[id(node)] = frozenset(names)
         return found
+
+    def _expr_Await(self, node: ast.Await, state: NullnessState) -> Value:
+        """`await f()`: what the `async def` declares it returns (the call alone gives a coroutine)."""
+        awaited, self.awaited = self.awaited, node.value
+        try:
+            return self._eval(node.value, state)
+        finally:
+            self.awaited = awaited
 
     def _expr_Call(self, node: ast.Call, state: NullnessState) -> Value:
         func = node.func
@@ -632,9 +658,11 @@ class Expressions:
             decl = self.index.method(receiver.cls, node.func.attr)
         elif callee is not None:
             decl = self.index.function(callee, self.module_name)
-            constructed = self.index.class_named(callee, self.module_name) if decl is None else None
+            constructed = self.index.class_named(callee, self.module_name, self.reach) if decl is None else None
             if constructed is not None:
                 return Value(Nullness.NOT_NONE, cls=constructed.qualname)
+        if decl is not None and decl.is_async and node is not self.awaited:
+            return UNTRACKED  # a coroutine: what it returns comes only from `await`ing it
         if self.index.never_returns(callee, self.module_name) or (decl is not None and decl.never_returns):
             return Value(Nullness.UNKNOWN, never_returns=True)
         if decl is not None:
@@ -642,7 +670,7 @@ class Expressions:
                 return UNTRACKED
             returns = self._substituted(decl.returns, receiver) if receiver is not None else decl.returns
             return self._typed_value(returns, self._declared_origin(node, _payload_of(returns))) or UNTRACKED
-        payloads = self.index.returns_optional(callee, self.module_name) if callee is not None else None
+        payloads = None if callee is None else self.index.returns_optional(callee, self.module_name, self.reach)
         if payloads:
             owners = {self._payload_invariant(payload) for payload in payloads}
             invariant = owners.pop() if len(owners) == 1 else ""  # definitions of two invariants: say neither

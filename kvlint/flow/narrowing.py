@@ -15,13 +15,19 @@ from kvlint.flow.state import (
     join_values,
     unreachable,
 )
+from kvlint.declarations import FunctionDecl
 from kvlint.flow.syntax import (
+    Argument,
     call_arguments,
     dotted_name,
     is_none_literal,
     ref_key,
 )
+from kvlint.names import matches
 from kvlint.sites import SiteKind
+
+
+_TYPE_PREDICATES = ("typing.TypeGuard", "typing.TypeIs", "typing_extensions.TypeGuard", "typing_extensions.TypeIs")
 
 
 class Narrowing:
@@ -224,7 +230,48 @@ class Narrowing:
                 if narrowed and held is not None:
                     true_state.values[key] = dataclasses.replace(held, cls=narrowed)  # its declarations now apply
             return true_state, false_state
-        return None
+        return self._narrow_type_predicate(test, callee, arguments, state)
+
+    def _narrow_type_predicate(
+        self, test: ast.Call, callee: str | None, arguments: list[Argument], state: NullnessState
+    ) -> tuple[NullnessState, NullnessState] | None:
+        """A call of a function declared `-> TypeGuard[X]` or `-> TypeIs[X]` (PEP 647, PEP 742) narrows its first
+        argument: to `X` where it is true; where a `TypeIs` is false, to what is not `X` (so a payload that may
+        be None, tested for the payload class, is None there)."""
+        if not arguments or arguments[0].star or arguments[0].keyword is not None:
+            return None
+        decl = self._callee_declaration(test, callee, state)
+        returns = decl.returns if decl is not None else None
+        if returns is None or returns.kind != "class" or len(returns.args) != 1:
+            return None
+        predicate = returns.name.rpartition(".")[2]
+        if predicate not in ("TypeGuard", "TypeIs") or not matches(returns.name, _TYPE_PREDICATES):
+            return None
+        self._eval(test, state)
+        subject = arguments[0].value
+        if isinstance(subject, ast.NamedExpr):
+            subject = subject.target
+        key = ref_key(subject)
+        true_state, false_state = state, state.copy()
+        narrowed = returns.args[0]
+        if key is None or narrowed.optional or narrowed.kind in ("none", "other"):
+            return true_state, false_state  # `TypeGuard[X | None]` says nothing about None
+        name = f"`{self._code(test.func)}()` ({predicate})"
+        self._set_nullness(key, Nullness.NOT_NONE, true_state, f"{name} check")
+        held = false_state.values.get(key) or self._default_for_key(key)
+        if predicate == "TypeIs" and held is not None and held.connector_output and narrowed.kind == "class" and (
+            self._payload_invariant(narrowed.name) == held.invariant != ""
+        ):
+            self._set_nullness(key, Nullness.NONE, false_state, "")
+        return true_state, false_state
+
+    def _callee_declaration(self, call: ast.Call, callee: str | None, state: NullnessState) -> FunctionDecl | None:
+        """The declaration of the function or method a call calls, where the tree holds it."""
+        if isinstance(call.func, ast.Attribute):
+            receiver = self._quiet_eval(call.func.value, state)
+            if receiver.cls:
+                return self.index.method(receiver.cls, call.func.attr)
+        return self.index.function(callee, self.module_name) if callee else None
 
     def _isinstance_class(self, test: ast.Call) -> str:
         """The tree's class `isinstance(x, C)` narrows to ("" for a tuple or a class the tree lacks)."""
@@ -232,7 +279,9 @@ class Narrowing:
         if len(arguments) < 2:
             return ""
         spelled = dotted_name(arguments[1].value)
-        decl = self.index.class_named(self.imports.resolve_dotted(spelled), self.module_name) if spelled else None
+        if not spelled:
+            return ""
+        decl = self.index.class_named(self.imports.resolve_dotted(spelled), self.module_name, self.reach)
         return decl.qualname if decl is not None else ""
 
     def _set_nullness(self, key: str, nullness: Nullness, state: NullnessState, guard: str) -> None:

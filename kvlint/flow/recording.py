@@ -176,7 +176,7 @@ class Recording:
     def _positional_fields(self, node: ast.Call) -> tuple[str, ...] | None:
         """The constructed class's positional field order; None when it is not known (a class outside the tree)."""
         callee = self._resolve(node.func, NullnessState()) or ""
-        decl = self.index.class_named(callee, self.module_name)
+        decl = self.index.class_named(callee, self.module_name, self.reach)
         return self.index.fields(decl.qualname) if decl is not None else None
 
     @staticmethod
