@@ -84,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     config.add_argument("--select", type=_codes, help="show the effect of this --select")
     config.add_argument("--ignore", type=_codes, help="show the effect of this --ignore")
     config.add_argument("--exclude", type=_patterns, metavar="PATTERNS", help="show the effect of this --exclude")
+    _add_search_options(config)
     config.add_argument("--extend-exclude", type=_patterns, metavar="PATTERNS", action="extend",
                         help="show the effect of this --extend-exclude")
     explain = commands.add_parser("explain", help="print a rule's documentation")
@@ -250,6 +251,8 @@ def _show_config(args: argparse.Namespace) -> int:
     command_line = {key: f"--{key}" for key in ("select", "ignore") if getattr(args, key) is not None}
     if args.exclude is not None or args.extend_exclude:
         command_line["exclude"] = "--exclude" if args.extend_exclude is None else "--extend-exclude"
+    command_line.update({key: f"--{key}" for key in ("search-path", "python")
+                         if getattr(args, key.replace("-", "_"), None)})
     sys.stdout.write(describe(config, command_line, args.paths[0] if args.paths else None))
     return EXIT_CLEAN
 
@@ -268,7 +271,11 @@ def _overrides(args: argparse.Namespace, config: Config) -> Config:
     """The configuration with the command line's --select, --ignore, --exclude and --extend-exclude applied."""
     import dataclasses
 
-    overrides: dict[str, tuple[str, ...]] = {}
+    overrides: dict[str, object] = {}
+    if getattr(args, "search_path", None):  # after the configured directories, as ty's `--extra-search-path`
+        overrides["search_path"] = (*config.search_path, *(os.path.abspath(p) for p in args.search_path))
+    if getattr(args, "python", None):
+        overrides["python"] = os.path.abspath(args.python)
     if args.select is not None:
         overrides["select"] = args.select
     if args.ignore is not None:
@@ -575,6 +582,17 @@ class _UsageError(Exception):
     """A problem with the command line or a file it names: one line on stderr, exit 2."""
 
 
+def _add_search_options(parser: argparse.ArgumentParser) -> None:
+    """Where imported modules' declarations are read (`search-path`, `python`); `check`, `audit`, `config`."""
+    parser.add_argument("--search-path", type=Path, metavar="DIR", action="append",
+                        help="look imported modules up in DIR too, after the project's own (repeatable; e.g. the "
+                        "vLLM a plugin builds on)")
+    parser.add_argument("--python", metavar="PATH",
+                        help="the project's environment, a venv or an interpreter in one, whose site-packages "
+                        "are read for imported modules (default: $VIRTUAL_ENV, a .venv in the project root, "
+                        "else kvlint's own)")
+
+
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     """The options `check` and `audit` share."""
     parser.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="files or directories (default: .)")
@@ -591,6 +609,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated glob patterns not to check, replacing the configured exclude")
     parser.add_argument("--extend-exclude", type=_patterns, metavar="PATTERNS", action="extend",
                         help="comma-separated glob patterns not to check, added to the configured exclude")
+    _add_search_options(parser)
     parser.add_argument("--output", "-o", type=Path, metavar="FILE",
                         help="write the report to FILE (atomically) instead of stdout")
     parser.add_argument("--cache-dir", type=_directory, metavar="DIR",

@@ -55,7 +55,8 @@ _CHOICE_KEYS = {"empty-output": EMPTY_OUTPUT_POLICIES}
 _MAPPING_KEYS = ("per-file-ignores",)
 _LIST_KEYS = _CODE_KEYS + _GLOB_KEYS + _ATTRIBUTE_KEYS + _DOTTED_KEYS
 _TABLE_KEYS = ("presets", "invariants")
-KNOWN_KEYS = _LIST_KEYS + _STRING_KEYS + tuple(_CHOICE_KEYS) + _MAPPING_KEYS + _TABLE_KEYS
+_PATH_KEYS = ("search-path", "python")  # where imported modules' declarations are read from (section 5a)
+KNOWN_KEYS = _LIST_KEYS + _STRING_KEYS + tuple(_CHOICE_KEYS) + _MAPPING_KEYS + _TABLE_KEYS + _PATH_KEYS
 _INVARIANT_TABLE_KEYS = ("name", *INVARIANT_KEYS)
 
 
@@ -94,6 +95,8 @@ class Config:
     invariant_tables: tuple[tuple[str, Overrides], ...] = ()  # `[[tool.kvlint.invariants]]`: name, keys
     test_files: tuple[str, ...] = DEFAULT_TEST_FILES
     test_ignore: tuple[str, ...] = DEFAULT_TEST_IGNORE
+    search_path: tuple[str, ...] = ()  # absolute directories, looked up after the project's own
+    python: str = ""  # the project's environment (a venv or an interpreter in one); "" finds it (section 5a)
     source: Path | None = None
     root: Path | None = None
     # the kebab-case keys the configuration file set (the rest are defaults); `kvlint config` shows them
@@ -338,6 +341,13 @@ def config_from_mapping(data: Mapping[str, object], source: Path) -> Config:
                 )
 
     absolute = Path(os.path.abspath(source))
+    if "search-path" in data:  # relative to the file that says it, as mypy's `mypy_path` is not but ty's is
+        directories = _string_list(data["search-path"], "search-path", section, source)
+        fields["search_path"] = tuple(os.path.normpath(absolute.parent / item) for item in directories)
+    if "python" in data:
+        if not isinstance(data["python"], str) or not data["python"]:
+            raise _error(source, f"'python' in {section} must be a path, got {_type_name(data['python'])}")
+        fields["python"] = os.path.normpath(absolute.parent / os.path.expanduser(data["python"]))
     explicit = frozenset(str(key) for key in data)
     return Config(source=absolute, root=absolute.parent, explicit_keys=explicit, **fields)  # type: ignore[arg-type]
 
@@ -526,9 +536,9 @@ def _cfg_values(path: Path, items: Sequence[tuple[str, str]]) -> dict[str, objec
     for key, value in items:
         if key == "per-file-ignores":
             data[key] = _parse_cfg_per_file_ignores(path, value)
-        elif key in _STRING_KEYS or key in _CHOICE_KEYS:
+        elif key in _STRING_KEYS or key in _CHOICE_KEYS or key == "python":
             data[key] = value.strip()
-        elif key in _LIST_KEYS or key == "presets":
+        elif key in _LIST_KEYS or key in ("presets", "search-path"):
             data[key] = [item for item in _CFG_SPLIT_RE.split(value) if item]
         else:
             data[key] = value
@@ -683,7 +693,9 @@ def load_config(paths: Sequence[Path], config_file: Path | None = None, searches
 
 
 # `kvlint config` lists the keys in this order: what is reported where, then the names of the preset.
-DISPLAY_ORDER = ("select", "ignore", "exclude", "per-file-ignores", "test-files", "test-ignore", "presets")
+DISPLAY_ORDER = (
+    "select", "ignore", "exclude", "per-file-ignores", "test-files", "test-ignore", "search-path", "python", "presets",
+)
 
 
 def _toml_value(value: object, table: bool = False) -> str:
@@ -717,6 +729,7 @@ def describe(config: Config, command_line: Mapping[str, str] = {}, path: Path | 
         else:
             test = "a test file, but test-ignore is empty" if config.is_test_file(path) else "not a test file"
             lines.append(f"# {display_path(path)} is {test}")
+    lines.append(f"# imported modules are looked up in: {_search_path_text(config)}")
     lines.append("[tool.kvlint]")
     for key in DISPLAY_ORDER:
         value = getattr(config, key.replace("-", "_"))
@@ -745,6 +758,15 @@ def describe(config: Config, command_line: Mapping[str, str] = {}, path: Path | 
                 where = preset
             lines.append(f"{key} = {_toml_value(getattr(invariant, name))}  # {where}")
     return "\n".join(lines) + "\n"
+
+
+def _search_path_text(config: Config) -> str:
+    """The directories a run with `config` from here looks imported modules up in, after its own files'."""
+    from kvlint.module_resolution import search_path_for
+
+    root = project_root(Path(config._root()))
+    search = search_path_for((), [Path(p) for p in config.search_path], config.python or None, root)
+    return ", ".join(display_path(path) for path in search.roots) or "nothing beyond the files checked"
 
 
 @dataclass

@@ -17,7 +17,7 @@ import ast
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from kvlint.names import ImportTable, ast_dotted_name, child_statements, matches
+from kvlint.names import ImportTable, ast_dotted_name, child_statements, matches, walk_statements
 
 Resolver = Callable[[str], str]
 
@@ -130,9 +130,13 @@ class ModuleDecl:
 
     module: str
     imports: tuple[str, ...] = ()
+    aliases: tuple[tuple[str, str], ...] = ()  # the names its imports bind: what `module.name` re-exports
+    called: tuple[str, ...] = ()  # imported functions it calls as a statement or in a condition (resolved)
+    outside: bool = False  # read from beyond the run's files, for its declarations only (`module_resolution`)
 
     def to_json(self) -> list[object]:
-        return ["m", self.module, list(self.imports)]
+        return ["m", self.module, list(self.imports), [list(item) for item in self.aliases], list(self.called),
+                self.outside]
 
 
 @dataclass(frozen=True)
@@ -157,8 +161,10 @@ def declaration_from_json(data: list[object]) -> Declaration:
         decoded = TypeRef.from_json(returns) if returns else None  # type: ignore[arg-type]
         return FunctionDecl(str(qualname), str(name), decoded, bool(never), bool(produces), bool(is_async))
     if tag == "m":
-        _, module, imports = data
-        return ModuleDecl(str(module), tuple(map(str, imports)))  # type: ignore[call-overload]
+        _, module, imports, aliases, called, outside = data
+        return ModuleDecl(str(module), tuple(map(str, imports)),  # type: ignore[call-overload]
+                          tuple((str(name), str(target)) for name, target in aliases),  # type: ignore[union-attr]
+                          tuple(map(str, called)), bool(outside))  # type: ignore[call-overload]
     if tag == "p":
         _, module, counts = data
         return PathCalls(str(module), tuple((str(n), int(c)) for n, c in counts))  # type: ignore[union-attr]
@@ -458,7 +464,10 @@ def module_declarations(
     resolve = _local_resolver(tree, module_name, imports)
     sentinels = tuple(empty_sentinels)
     outputs = tuple(output_classes)
-    found: list[Declaration] = [ModuleDecl(module_name, tuple(sorted(imports.modules)))] if module_name else []
+    found: list[Declaration] = [ModuleDecl(
+        module_name, tuple(sorted(imports.modules)), tuple(sorted(imports.bindings.items())),
+        _called_imports(walk_statements(tree), imports),
+    )] if module_name else []
     for statement in tree.body:
         if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
             type_ = type_of_annotation(statement.annotation, resolve)
@@ -485,6 +494,30 @@ def module_declarations(
     if counts:
         found.append(PathCalls(module_name, tuple(sorted(counts.items()))))
     return sorted(found, key=lambda d: (type(d).__name__, getattr(d, "qualname", getattr(d, "module", ""))))
+
+
+def _called_imports(statements: Iterable[ast.stmt], imports: ImportTable) -> tuple[str, ...]:
+    """The imported functions a module calls where a call can end a path or narrow (`fail(...)` alone on a line,
+    `if is_ready(x):`), resolved: the search path is asked for their declarations (`kvlint.module_resolution`)."""
+    found: set[str] = set()
+    for node in statements:
+        if isinstance(node, ast.Expr):
+            candidates = [node.value]
+        elif isinstance(node, (ast.If, ast.While, ast.Assert)):
+            candidates = [node.test]
+        else:
+            continue
+        while candidates:
+            expression = candidates.pop()
+            if isinstance(expression, ast.UnaryOp):
+                candidates.append(expression.operand)
+            elif isinstance(expression, ast.BoolOp):
+                candidates.extend(expression.values)
+            elif isinstance(expression, ast.Call):
+                spelled = ast_dotted_name(expression.func)
+                if spelled is not None and spelled.partition(".")[0] in imports.bindings:
+                    found.add(imports.resolve_dotted(spelled))
+    return tuple(sorted(found))
 
 
 def _returns_output(

@@ -280,6 +280,16 @@ def prepare_source(
     return prepared
 
 
+def declarations_of(data: bytes, module_name: str, is_package: bool, config: Config) -> list[Declaration]:
+    """What a module the run does not analyse declares (a module its imports reach): [] if it cannot be read."""
+    try:
+        tree = _parse_ast(decode_source(data))
+    except SourceError:
+        return []
+    imports = ImportTable.from_statements(walk_statements(tree), module_name, is_package)
+    return module_declarations(tree, module_name, imports, config.empty_sentinels, config.output_classes)
+
+
 _NESTING_ERRORS = ("too many nested", "too deeply nested", "too many levels of indentation", "too many statically")
 
 

@@ -9,8 +9,9 @@ configuration dropped. flake8 runs tree plugins only on files it parsed (a
 syntax error is its E999). kvlint's test-code policy (`test-files`, `test-ignore`)
 is applied by the engine too, so `flake8 --select KVC001` does not bring it back.
 
-Tree index: a run on one file (or stdin) sees only the functions that file
-defines. When flake8 is given several paths or a directory, the index is built
+Tree index: a run on one file sees what that file declares and what its imports
+reach (`kvlint.module_resolution`), as `kvlint check FILE` does; stdin sees only
+its own. When flake8 is given several paths or a directory, the index is built
 once per process from exactly those paths, walked as `kvlint check` walks them,
 so both faces give the same findings for the same arguments.
 """
@@ -103,7 +104,15 @@ class KVLintChecker:
         if prepared.error is not None and prepared.error.message.startswith("cannot parse"):
             return []  # flake8's E999; unreachable unless flake8 parsed what Python cannot
         covered = tree is not None and os.path.abspath(self.filename) in tree.covered
-        index = tree.index if covered else TreeIndex(prepared.declarations, payload_classes=config.payload_classes)
+        if covered:
+            index = tree.index
+        else:
+            from kvlint.runner import imported_declarations_for
+
+            declared = list(prepared.declarations)
+            if os.path.isfile(self.filename):  # not stdin: its imports are followed, as `kvlint check FILE` does
+                declared += imported_declarations_for(declared, config, [Path(self.filename)])
+            index = TreeIndex(declared, payload_classes=config.payload_classes)
         # flake8 applies `# noqa` itself (so that --disable-noqa works): the engine keeps every finding but the
         # test-code policy's, and kvlint's select/ignore/per-file-ignores are applied here, flake8's own after them
         report = analyse_prepared(prepared, config, index, extra_names, suppress=False, fixes=False)

@@ -22,6 +22,7 @@ from kvlint.engine import (
     FileReport,
     PreparedFile,
     analyse_prepared,
+    declarations_of,
     encoding_problem,
     module_name_for,
     prepare_source,
@@ -29,7 +30,7 @@ from kvlint.engine import (
 from kvlint.byte_scan import mentions_any
 from kvlint.findings import Finding
 from kvlint.rules import INTERNAL_ERROR, UNREADABLE
-from kvlint.declarations import Declaration
+from kvlint.declarations import Declaration, ModuleDecl
 from kvlint.tree_index import TreeIndex
 from kvlint.worker_pool import STILL_READING, WorkerPool
 from kvlint.worker_pool import shared as shared_with_workers
@@ -106,6 +107,7 @@ def run(
         declarations = [entry for p in prepared for entry in p.declarations]
         if cache is not None:
             declarations += cache.recalled_declarations()
+        declarations += imported_declarations_for(declarations, config, paths, skipped)
         texts = [p.text for p in prepared]
         if cache is not None:
             texts += cache.recalled_texts()
@@ -297,8 +299,38 @@ def index_tree(paths: Sequence[Path], config: Config) -> tuple[TreeIndex, frozen
         (relevant if mentions_any(data, names) else skipped).append((entry, data))
     prepared = [_prepare((entry, data, config, ())) for entry, data in relevant]
     entries = [entry for p in prepared for entry in p.declarations]
+    entries += imported_declarations_for(entries, config, paths, skipped)
     index = build_index(entries, skipped, config, [p.text for p in prepared])[0]
     return index, frozenset(os.path.abspath(entry.path) for entry, _ in candidates)
+
+
+def imported_declarations_for(
+    declarations: Sequence[Declaration], config: Config, paths: Sequence[Path],
+    skipped: Sequence[tuple[SourceFile, bytes]] = (),
+) -> list[Declaration]:
+    """What the modules the run's relevant files import declare, where the run does not hold them: found in
+    the run's package roots, the project, the search path and the environment (`kvlint.module_resolution`).
+    A file named on the command line counts as an importer though the byte scan skipped it: the pre-commit
+    hook names the changed files, whose calls may reach what only an unchanged file declares."""
+    importers = [decl for decl in declarations if isinstance(decl, ModuleDecl)]
+    named = {os.path.abspath(path) for path in paths}
+    for source, data in skipped:
+        if os.path.abspath(source.path) in named:
+            module_name, is_package = module_name_for(source.path)
+            importers += [d for d in declarations_of(data, module_name, is_package, config)
+                          if isinstance(d, ModuleDecl)]
+    if not importers:
+        return []
+    from kvlint.config import project_root
+    from kvlint.module_resolution import imported_declarations, search_path_for, top_package_root
+
+    first_party = sorted({top_package_root(path) for path in paths})
+    root = project_root(paths[0]) if paths else None
+    search = search_path_for(first_party, [Path(p) for p in config.search_path], config.python or None, root)
+    return imported_declarations(
+        importers, search, {decl.module for decl in importers}, config.names(),
+        lambda data, module, is_package: declarations_of(data, module, is_package, config),
+    )
 
 
 def _read(

@@ -69,6 +69,8 @@ class TreeIndex:
         self.connector_callees: dict[str, tuple[str, ...]] = {}
         # each module of the run and what its imports name: which declarations a module can reach
         self.modules: dict[str, tuple[str, ...]] = {}
+        self._aliases: dict[str, dict[str, str]] = {}  # module -> the names its imports bind (re-exports)
+        self.outside_modules: set[str] = set()  # read beyond the run's files: declarations, never callers
         self._reachable: dict[str, frozenset[str]] = {}
         classes_by_name: dict[str, list[ClassDecl]] = {}
         ambiguous: set[str] = set()  # two files of one module name (scripts without packages): trust neither
@@ -89,6 +91,9 @@ class TreeIndex:
             elif isinstance(decl, ModuleDecl):
                 if self.modules.setdefault(decl.module, decl.imports) != decl.imports:
                     self.modules[decl.module] = tuple(sorted({*self.modules[decl.module], *decl.imports}))
+                self._aliases.setdefault(decl.module, {}).update(decl.aliases)
+                if decl.outside:
+                    self.outside_modules.add(decl.module)
         for qualname in ambiguous:
             self.functions.pop(qualname, None)
             self.classes.pop(qualname, None)
@@ -146,9 +151,10 @@ class TreeIndex:
         """Functions that return an output and are called on a connector path somewhere: if every mention
         of the name in the tree is such a call, the function is on a connector path itself."""
         defined: dict[str, int] = {}
-        for decl in self.functions.values():
+        own = [d for d in self.functions.values() if self.module_of(d.qualname) not in self.outside_modules]
+        for decl in own:
             defined[decl.name] = defined.get(decl.name, 0) + 1
-        producing = {self._call_key(d) for d in self.functions.values() if d.returns_output and defined[d.name] == 1}
+        producing = {self._call_key(d) for d in own if d.returns_output and defined[d.name] == 1}
         return sorted(key for key in self.path_calls if key.partition(":")[2] in producing)
 
     def _call_key(self, decl: FunctionDecl) -> str:
@@ -202,8 +208,24 @@ class TreeIndex:
         return None
 
     def function(self, callee: str, module_name: str) -> FunctionDecl | None:
-        """The declaration of a resolved function name (`pkg.mod.f`, or `f` of this module)."""
-        return self.functions.get(callee) or self.functions.get(f"{module_name}.{callee}")
+        """The declaration of a resolved function name (`pkg.mod.f`, or `f` of this module), through re-exports."""
+        return (self.functions.get(callee) or self.functions.get(f"{module_name}.{callee}")
+                or self.functions.get(self.canonical(callee)))
+
+    def canonical(self, name: str) -> str:
+        """Where a dotted name is declared, following the re-exports of the modules on its way
+        (`pkg.fail`, bound in `pkg/__init__.py` by `from .errors import fail`, is `pkg.errors.fail`)."""
+        for _ in range(MAX_BASE_DEPTH):
+            module, rest = name, ""
+            while "." in module and module not in self._aliases:
+                module, _, last = module.rpartition(".")
+                rest = f"{last}.{rest}" if rest else last
+            head, _, tail = rest.partition(".")
+            target = self._aliases.get(module, {}).get(head) if head else None
+            if not target or target == f"{module}.{head}":
+                return name
+            name = f"{target}.{tail}" if tail else target
+        return name
 
     def never_returns(self, callee: str | None, module_name: str) -> bool:
         """A call to this resolved name ends the path."""
@@ -221,6 +243,8 @@ class TreeIndex:
         among the modules it reaches through its imports (a module the tree does not hold, or a script
         outside any package)."""
         found = self.classes.get(name) or (self.classes.get(f"{module_name}.{name}") if module_name else None)
+        if found is None and "." in name and self._aliases:
+            found = self.classes.get(self.canonical(name))
         if found is not None:
             return found
         if "." in name and (self._known_module(name) or not module_name):
@@ -370,7 +394,8 @@ class TreeIndex:
         return tuple(name for decl in reversed(chain_) for name in decl.fields)
 
     def global_type(self, qualname: str) -> TypeRef | None:
-        return self.globals.get(qualname)
+        found = self.globals.get(qualname)
+        return found if found is not None or not self._aliases else self.globals.get(self.canonical(qualname))
 
 
 def word_mentions(text: str, names: Iterable[str]) -> Counter[str]:

@@ -13,10 +13,11 @@ import time
 import pytest
 
 from tests.vllm_sdist import vllm_sdist_tree
+from tests.test_binding import BINDING_PLUGINS
 from tests.test_real_plugins import PLUGINS
 from tests.vllm_sources import CACHE, plugin_tree, vllm_tree
 
-WHEELS = ("0.10.1", "0.13.0", "0.20.0", "0.24.0", "0.33.0")  # every release a test reads through `vllm_tree`
+WHEELS = ("0.10.0", "0.10.1", "0.13.0", "0.20.0", "0.24.0", "0.33.0")  # every release a test reads through `vllm_tree`
 SDISTS = ("0.33.0",)  # every release a test reads through `vllm_sdist_tree`
 
 
@@ -45,7 +46,7 @@ def main() -> int:
         cached = (CACHE / "src" / f"vllm-{version}-sdist" / ".complete").is_file()
         _fetch(f"vLLM {version} source distribution (45 MB; tests/, examples/, benchmarks/, tools/)", cached,
                lambda version=version: vllm_sdist_tree(version))
-    for plugin in PLUGINS:
+    for plugin in (*PLUGINS, *BINDING_PLUGINS):
         cached = (CACHE / "src" / f"{plugin.distribution}-{plugin.version}" / ".complete").is_file()
         _fetch(f"{plugin.distribution} {plugin.version} wheel (a plugin built on vLLM; only its *.py is kept)", cached,
                lambda plugin=plugin: plugin_tree(plugin))

@@ -111,14 +111,20 @@ def test_without_unsafe_fixes_only_the_safe_ones_apply() -> None:
 
 
 @pytest.mark.parametrize("code", [code for code, rule in RULES.items() if rule.fix is not None])
-def test_each_rule_documents_its_fix_and_the_example_is_what_the_fix_does(code: str) -> None:
+def test_each_rule_documents_its_fix_and_the_example_is_what_the_fix_does(code: str, tmp_path: Path) -> None:
     rule = RULES[code]
     assert rule.fix_doc and rule.fix_before and rule.fix_after
     assert re.search(r"\b(Safe|Unsafe)\b", rule.fix_doc)  # the applicability, and why
     explained = run_kvlint("explain", code).stdout
     assert "\nFix\n" in explained and "  Before\n" in explained and "  After\n" in explained
     before = rule.fix_before.lstrip("\n")
-    index, _ = index_tree([FIXES / "outputs.py"], CONFIG)  # an output class with the attaching helpers
+    # the module the example imports, `vllm.v1.outputs`: an output class with the attaching helpers
+    stand_in = tmp_path / "vllm" / "v1" / "outputs.py"
+    stand_in.parent.mkdir(parents=True)
+    for package in (tmp_path / "vllm", stand_in.parent):
+        (package / "__init__.py").write_text("")
+    stand_in.write_bytes((FIXES / "outputs.py").read_bytes())
+    index, _ = index_tree([stand_in], CONFIG)
     outcome = fix_source(before, "example.py", CONFIG, index, unsafe=True)
     assert outcome.refused == ""
     assert outcome.text == rule.fix_after.lstrip("\n")

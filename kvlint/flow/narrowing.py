@@ -245,7 +245,9 @@ class Narrowing:
         if returns is None or returns.kind != "class" or len(returns.args) != 1:
             return None
         predicate = returns.name.rpartition(".")[2]
-        if predicate not in ("TypeGuard", "TypeIs") or not matches(returns.name, _TYPE_PREDICATES):
+        if predicate not in ("TypeGuard", "TypeIs") or not (
+            matches(returns.name, _TYPE_PREDICATES) or returns.name == predicate  # `def` read without its imports
+        ):
             return None
         self._eval(test, state)
         subject = arguments[0].value

@@ -1,0 +1,174 @@
+"""Names resolved through imports to one declaration: the binder's fixtures, the search path, real releases.
+
+`fixtures/binding/project` is a package whose verdicts rest on what its imports bind (a test double beside
+the real payload class, helpers in sibling modules, a package re-export, `TypeGuard`/`TypeIs`, `async def`, a
+`Future.result()` beside an unrelated `result()`); `fixtures/binding/plugin` is a platform plugin checked
+with and without a stand-in vLLM (`fixtures/binding/stand_in/`, written for these tests) on the search path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from kvlint.config import Config, ConfigError, load_config
+from kvlint.declarations import ModuleDecl, declaration_from_json
+from kvlint.module_resolution import SearchPath, environment_site_packages
+from kvlint.runner import run
+from tests.conftest import FIXTURES, run_kvlint
+from tests.test_fixtures import expected_findings
+from tests.test_real_plugins import Plugin
+from tests.vllm_sources import plugin_tree, vllm_tree
+
+BINDING = FIXTURES / "binding"
+PROJECT = BINDING / "project"
+PLUGIN = BINDING / "plugin"
+NEW_VLLM = BINDING / "stand_in" / "vllm_new"
+OLD_VLLM = BINDING / "stand_in" / "vllm_old"
+REPOSITORY = FIXTURES.parent
+
+
+def _found(paths: list[Path], config: Config | None = None) -> Counter[tuple[str, int, str]]:
+    result = run(paths, config or Config(), jobs=1)
+    assert not [f for f in result.findings if f.code.startswith("KVC9")], result.findings
+    return Counter((f.path, f.line, f.code) for f in result.findings)
+
+
+def test_the_project_fixture_findings_match_its_markers_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPOSITORY)
+    assert _found([PROJECT.relative_to(REPOSITORY)]) == expected_findings(PROJECT)
+    assert sum(expected_findings(PROJECT).values()) == 5
+
+
+def test_each_project_file_checked_alone_reports_what_the_whole_run_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pre-commit hook passes only the changed files: their imports are still followed into the project."""
+    monkeypatch.chdir(REPOSITORY)
+    whole = _found([PROJECT.relative_to(REPOSITORY)])
+    for path in sorted(PROJECT.rglob("*.py")):
+        relative = path.relative_to(REPOSITORY).as_posix()
+        assert _found([Path(relative)]) == Counter({k: n for k, n in whole.items() if k[0] == relative}), relative
+
+
+def test_the_plugin_reads_the_vllm_on_its_search_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPOSITORY)
+    plugin = PLUGIN.relative_to(REPOSITORY)
+    with_new = Config(search_path=(str(NEW_VLLM),))
+    assert _found([plugin], with_new) == expected_findings(PLUGIN)
+    # without vLLM's declarations the asynchronous output's `get_kv_connector_output()` is unknown: silent
+    alone = _found([plugin])
+    assert alone == Counter({k: n for k, n in expected_findings(PLUGIN).items() if k[2] == "KVC002"})
+    # vLLM 0.10.0's output class has no `kv_connector_output`: nothing can demand one
+    assert _found([plugin], Config(search_path=(str(OLD_VLLM),))) == Counter()
+
+
+def test_search_path_on_the_command_line_and_in_the_configuration(tmp_path: Path) -> None:
+    shutil.copytree(PLUGIN, tmp_path / "plugin")
+    shutil.copytree(NEW_VLLM, tmp_path / "vendor")
+    (tmp_path / "pyproject.toml").write_text('[tool.kvlint]\nsearch-path = ["vendor"]\n')
+    configured = run_kvlint("check", "plugin", cwd=tmp_path)
+    assert "executor.py:16:21: KVC001" in configured.stdout and configured.returncode == 1
+    assert load_config([tmp_path / "plugin"]).search_path == (str(tmp_path / "vendor"),)
+    (tmp_path / "pyproject.toml").write_text("[tool.kvlint]\n")
+    assert "executor.py" not in run_kvlint("check", "plugin", cwd=tmp_path).stdout
+    given = run_kvlint("check", "plugin", "--search-path", "vendor", cwd=tmp_path)
+    assert "executor.py:16:21: KVC001" in given.stdout
+    shown = run_kvlint("config", "--search-path", "vendor", cwd=tmp_path).stdout
+    assert "# imported modules are looked up in: " in shown and "vendor" in shown.split("\n[tool.kvlint]")[0]
+    assert f'search-path = ["{tmp_path / "vendor"}"]  # from the command line (--search-path)' in shown
+
+
+def test_a_search_path_that_is_not_a_list_is_a_configuration_error(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.kvlint]\nsearch-path = "vendor"\n')
+    with pytest.raises(ConfigError, match="'search-path' in \\[tool.kvlint\\] must be a list of strings"):
+        load_config([tmp_path])
+
+
+def test_the_environment_is_found_as_ty_finds_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    venv = tmp_path / ".venv"
+    packages = venv / "lib" / "python3.11" / "site-packages"
+    packages.mkdir(parents=True)
+    (venv / "bin").mkdir()
+    (venv / "bin" / "python").write_text("")
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    assert environment_site_packages(None, tmp_path) == [packages]  # a .venv in the project root
+    assert environment_site_packages(str(venv / "bin" / "python"), None) == [packages]  # an interpreter in it
+    other = tmp_path / "other"
+    (other / "lib" / "python3.12" / "site-packages").mkdir(parents=True)
+    monkeypatch.setenv("VIRTUAL_ENV", str(other))
+    assert environment_site_packages(None, tmp_path) == [other / "lib" / "python3.12" / "site-packages"]
+    assert environment_site_packages(str(tmp_path / "missing"), tmp_path) == []  # asked for, not there
+
+
+def test_a_vllm_in_the_project_environment_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shutil.copytree(PLUGIN, tmp_path / "plugin")
+    shutil.copytree(NEW_VLLM / "vllm", tmp_path / ".venv" / "lib" / "python3.11" / "site-packages" / "vllm")
+    (tmp_path / "pyproject.toml").write_text("")
+    environment = {key: value for key, value in os.environ.items() if key != "VIRTUAL_ENV"}
+    monkeypatch.setattr(os, "environ", environment)
+    monkeypatch.chdir(tmp_path)
+    assert _found([Path("plugin")])[("plugin/npu_plugin/executor.py", 16, "KVC001")] == 1
+
+
+def test_module_lookup_prefers_the_first_root_and_remembers(tmp_path: Path) -> None:
+    for root in ("first", "second"):
+        (tmp_path / root / "pkg").mkdir(parents=True)
+        (tmp_path / root / "pkg" / "__init__.py").write_text("")
+        (tmp_path / root / "pkg" / "mod.py").write_text(f"# {root}\n")
+    (tmp_path / "second" / "pkg" / "only.py").write_text("")
+    search = SearchPath((tmp_path / "first", tmp_path / "second"))
+    assert search.find("pkg.mod") == tmp_path / "first" / "pkg" / "mod.py"
+    assert search.find("pkg") == tmp_path / "first" / "pkg" / "__init__.py"
+    assert search.find("pkg.only") is None  # a package is found in one root, as Python imports it
+    assert search.find("no.such.module") is None and search.find("not-a-name") is None
+
+
+def test_a_module_declaration_round_trips_through_the_cache_format() -> None:
+    decl = ModuleDecl("pkg.mod", ("pkg.errors",), (("fail", "pkg.errors.fail"),), ("pkg.errors.fail",), True)
+    assert declaration_from_json(json.loads(json.dumps(decl.to_json()))) == decl
+
+
+# ------------------------------------------------------------------ real releases
+
+VLLM_ASCEND_OLD = Plugin("vllm-ascend", "0.10.0rc1", "vllm_ascend", platform=(
+    "--platform", "manylinux_2_24_x86_64", "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311",
+))
+VLLM_ASCEND_NEXT = Plugin("vllm-ascend", "0.10.1rc1", "vllm_ascend", platform=VLLM_ASCEND_OLD.platform)
+BINDING_PLUGINS = (VLLM_ASCEND_OLD, VLLM_ASCEND_NEXT)  # fetched by tests/fetch_sources.py
+
+
+@pytest.mark.vllm
+def test_vllm_0_10_0_whose_output_has_no_kv_field_gives_no_finding(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(vllm_tree("0.10.0"))
+    assert run([Path("vllm")], Config(), jobs=2).findings == []
+
+
+def _plugin_findings(plugin: Plugin, vllm: str, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, str]]:
+    monkeypatch.chdir(plugin_tree(plugin))
+    config = Config(search_path=(str(vllm_tree(vllm)),))
+    return [(f.path, f.line, f.code) for f in run([Path(plugin.package)], config, jobs=2).findings]
+
+
+@pytest.mark.vllm
+def test_vllm_ascend_on_the_vllm_it_builds_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """vllm-ascend 0.10.0rc1 with vLLM 0.10.0 (no KV field on the output): no empty-output finding; 0.10.1rc1
+    with vLLM 0.10.1: the bare sentinel of its `kv_connector_no_forward` and of its pipeline-parallel branch."""
+    old = _plugin_findings(VLLM_ASCEND_OLD, "0.10.0", monkeypatch)
+    assert not [f for f in old if f[2] in ("KVC002", "KVC003", "KVC006")]
+    newer = _plugin_findings(VLLM_ASCEND_NEXT, "0.10.1", monkeypatch)
+    runner, worker = "vllm_ascend/worker/model_runner_v1.py", "vllm_ascend/worker/worker_v1.py"
+    assert [f for f in newer if f[2] == "KVC002"] == [
+        (runner, _line(runner, "return EMPTY_MODEL_RUNNER_OUTPUT", "def kv_connector_no_forward"), "KVC002"),
+        (worker, _line(worker, "return EMPTY_MODEL_RUNNER_OUTPUT", "not finished_sending and not finished_recving"),
+         "KVC002"),
+    ]
+
+
+def _line(path: str, text: str, after: str) -> int:
+    lines = Path(path).read_text().splitlines()
+    start = next(number for number, line in enumerate(lines) if after in line)
+    return next(number for number in range(start, len(lines)) if text in lines[number]) + 1
