@@ -470,7 +470,8 @@ def _check_stdin(args: argparse.Namespace) -> int:
     module_name, is_package = module_name_for(Path(name)) if name else ("", False)
     if args.fix or args.diff:
         return _fix_stdin(args, data, display, config, module_name, is_package, baseline)
-    report = analyse_source(data, display, config, module_name=module_name, is_package=is_package)
+    report = analyse_source(data, display, config, module_name=module_name, is_package=is_package,
+                            imports_from=Path(name) if name else None)
     findings = list(report.findings)
     if args.report_unused_noqa:
         from kvlint.engine import analyse_prepared, decode_source, prepare_source

@@ -344,10 +344,11 @@ def config_from_mapping(data: Mapping[str, object], source: Path) -> Config:
     if "search-path" in data:  # relative to the file that says it, as mypy's `mypy_path` is not but ty's is
         directories = _string_list(data["search-path"], "search-path", section, source)
         fields["search_path"] = tuple(os.path.normpath(absolute.parent / item) for item in directories)
-    if "python" in data:
-        if not isinstance(data["python"], str) or not data["python"]:
+    if "python" in data:  # "" (what `kvlint config` shows by default): found as without the key
+        if not isinstance(data["python"], str):
             raise _error(source, f"'python' in {section} must be a path, got {_type_name(data['python'])}")
-        fields["python"] = os.path.normpath(absolute.parent / os.path.expanduser(data["python"]))
+        if data["python"]:
+            fields["python"] = os.path.normpath(absolute.parent / os.path.expanduser(data["python"]))
     explicit = frozenset(str(key) for key in data)
     return Config(source=absolute, root=absolute.parent, explicit_keys=explicit, **fields)  # type: ignore[arg-type]
 

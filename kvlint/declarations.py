@@ -26,6 +26,8 @@ _OPTIONAL = ("typing.Optional", "typing_extensions.Optional")
 _UNION = ("typing.Union", "typing_extensions.Union")
 _WRAPPERS = (
     "typing.ClassVar", "typing.Final", "typing.Annotated", "typing_extensions.Annotated", "dataclasses.InitVar",
+    "typing.NotRequired", "typing.Required", "typing.ReadOnly", "typing_extensions.NotRequired",
+    "typing_extensions.Required", "typing_extensions.ReadOnly",
 )
 _SEQUENCES = frozenset({
     "list", "set", "frozenset", "tuple", "List", "Set", "FrozenSet", "Tuple", "Sequence", "MutableSequence",

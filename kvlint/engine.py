@@ -287,7 +287,8 @@ def declarations_of(data: bytes, module_name: str, is_package: bool, config: Con
     except SourceError:
         return []
     imports = ImportTable.from_statements(walk_statements(tree), module_name, is_package)
-    return module_declarations(tree, module_name, imports, config.empty_sentinels, config.output_classes)
+    # no producers looked for: they matter for the run's own connector callees, which such a module never holds
+    return module_declarations(tree, module_name, imports, config.empty_sentinels)
 
 
 _NESTING_ERRORS = ("too many nested", "too deeply nested", "too many levels of indentation", "too many statically")
@@ -711,10 +712,17 @@ def analyse_source(
     module_name: str = "",
     is_package: bool = False,
     fixes: bool = True,
+    imports_from: Path | None = None,
 ) -> FileReport:
-    """Analyse one file on its own: the index is what the file itself shows unless one is given."""
+    """Analyse one file on its own: the index is what the file itself shows unless one is given, and what its
+    imports reach when `imports_from` says where it lives (`kvlint.module_resolution`)."""
     config = config or Config()
     prepared = prepare_source(source, display_path, config, module_name, is_package)
     if index is None:
-        index = TreeIndex(prepared.declarations, payload_classes=config.payload_classes)
+        declared = list(prepared.declarations)
+        if imports_from is not None and prepared.relevant:
+            from kvlint.runner import imported_declarations_for
+
+            declared += imported_declarations_for(declared, config, [imports_from])
+        index = TreeIndex(declared, payload_classes=config.payload_classes)
     return analyse_prepared(prepared, config, index, fixes=fixes)

@@ -82,7 +82,8 @@ def analyse_module(path: str, config: Config | ConfigError) -> ModuleAnalysis:
     except OSError:
         return ModuleAnalysis(key)
     module_name, is_package = module_name_for(Path(path))
-    report = analyse_source(data, path, config, module_name=module_name, is_package=is_package, fixes=False)
+    report = analyse_source(data, path, config, module_name=module_name, is_package=is_package, fixes=False,
+                            imports_from=Path(path))
     return ModuleAnalysis(
         key,
         narrowed=frozenset(

@@ -107,7 +107,8 @@ def run(
         declarations = [entry for p in prepared for entry in p.declarations]
         if cache is not None:
             declarations += cache.recalled_declarations()
-        declarations += imported_declarations_for(declarations, config, paths, skipped)
+        declarations += imported_declarations_for(declarations, config, paths, skipped,
+                                                  cache.store if cache is not None else None)
         texts = [p.text for p in prepared]
         if cache is not None:
             texts += cache.recalled_texts()
@@ -306,7 +307,7 @@ def index_tree(paths: Sequence[Path], config: Config) -> tuple[TreeIndex, frozen
 
 def imported_declarations_for(
     declarations: Sequence[Declaration], config: Config, paths: Sequence[Path],
-    skipped: Sequence[tuple[SourceFile, bytes]] = (),
+    skipped: Sequence[tuple[SourceFile, bytes]] = (), store: ResultCache | None = None,
 ) -> list[Declaration]:
     """What the modules the run's relevant files import declare, where the run does not hold them: found in
     the run's package roots, the project, the search path and the environment (`kvlint.module_resolution`).
@@ -327,10 +328,20 @@ def imported_declarations_for(
     first_party = sorted({top_package_root(path) for path in paths})
     root = project_root(paths[0]) if paths else None
     search = search_path_for(first_party, [Path(p) for p in config.search_path], config.python or None, root)
-    return imported_declarations(
-        importers, search, {decl.module for decl in importers}, config.names(),
-        lambda data, module, is_package: declarations_of(data, module, is_package, config),
-    )
+
+    def declare(data: bytes, module: str, is_package: bool) -> list[Declaration]:
+        """A module's declarations, from the result cache when it has them (keyed by the bytes read)."""
+        if store is None:
+            return declarations_of(data, module, is_package, config)
+        key = store.file_key("<imported>", module, is_package, data)
+        cached = store.recall(key)
+        if cached is not None:
+            return cached.declarations
+        declared = declarations_of(data, module, is_package, config)
+        store.remember(key, declared, "", FileReport("<imported>"))
+        return declared
+
+    return imported_declarations(importers, search, {decl.module for decl in importers}, config.names(), declare)
 
 
 def _read(

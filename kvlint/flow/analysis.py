@@ -70,8 +70,9 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         self.payload_fields: dict[str, tuple[str, ...]] = {}  # by invariant: its payload's fields the tree declares
         # the modules this one reaches through its imports: where a name's fallback may find its declaration
         self.reach = index.reachable(module_name, imports.modules)
-        self.payload_class_decls: dict[str, ClassDecl | None] = {}
-        self.awaited: ast.expr | None = None  # the call an enclosing `await` awaits  # by configured name: the class this module means
+        self.payload_class_decls: dict[str, ClassDecl | None] = {}  # configured name -> the class this module means
+        self.awaited: ast.expr | None = None  # the call an enclosing `await` awaits
+        self.initialising: set[tuple[str, str]] = set()  # `if not hasattr(S, "x"):` at import: (S's code, "x")
         self.invariants = config.invariants
         self.invariant_names = tuple(invariant.name for invariant in self.invariants.invariants)
         payload_names = tuple(name.rpartition(".")[2] for name in config.payload_classes)

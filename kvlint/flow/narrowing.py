@@ -154,6 +154,7 @@ class Narrowing:
             for invariant in condition[1]:  # type: ignore[union-attr]
                 true_state.set_path(invariant, PathFact.ON, str(condition[2]))
                 false_state.set_path(invariant, PathFact.OFF)
+                self._none_off_path(invariant, false_state)
             return True
         kind, key, held = condition
         if true_state.values.get(str(key)) != held:
@@ -162,6 +163,13 @@ class Narrowing:
         self._set_nullness(str(key), Nullness.NOT_NONE, positive, "`is not None` check (held in a variable)")
         self._set_nullness(str(key), Nullness.NONE, negative, "")
         return True
+
+    @staticmethod
+    def _none_off_path(invariant: str, state: NullnessState) -> None:
+        """Where `invariant`'s connector is off, what its optional context yielded is None (nothing to hand on)."""
+        for key, value in list(state.values.items()):
+            if value.none_off_path and value.invariant == invariant and value.nullness is Nullness.MAYBE_NONE:
+                state.values[key] = dataclasses.replace(value, nullness=Nullness.NONE, guard="")
 
     def _narrow_none_comparison(
         self, test: ast.Compare, state: NullnessState
@@ -204,6 +212,7 @@ class Narrowing:
             for invariant in invariants:
                 true_state.set_path(invariant, PathFact.ON, f"`{name}()` is true here")
                 false_state.set_path(invariant, PathFact.OFF)
+                self._none_off_path(invariant, false_state)
             return true_state, false_state
         arguments = call_arguments(test)
         if isinstance(test.func, ast.Attribute) and test.func.attr == "is_empty" and not arguments:

@@ -115,6 +115,8 @@ class Recording:
         """KVC004; `value`, the receiver's, tells a member of the sentinel (or of a shallow copy) from itself."""
         if not self.recording:
             return
+        if isinstance(target, ast.Attribute) and (self._code(receiver), target.attr) in self.initialising:
+            return  # gives the sentinel a field it lacks, once, when the module is imported
         member = ""
         if value is not None and value.sentinel_part:
             member = "shallow-copy member" if value.shallow_copy else "member"

@@ -56,6 +56,7 @@ class Value:
     invariant: str = ""  # which invariant's connector output (or payload field) this is ("" none known)
     # the sentinel: the invariants whose sentinel it is; a copy of it: those whose connector output it still lacks
     sentinel_of: tuple[str, ...] = ()
+    none_off_path: bool = False  # yielded by an optional context: None wherever its connector is off
 
     @property
     def tracked(self) -> bool:

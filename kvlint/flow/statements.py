@@ -438,7 +438,13 @@ class Statements:
 
     def _stmt_If(self, node: ast.If, state: NullnessState) -> NullnessState:
         true_state, false_state = self._narrow(node.test, state, "if")
-        after_body = self._block(node.body, true_state)
+        added = self._added_attribute(node.test)
+        if added is not None:  # `if not hasattr(S, "x"): S.x = ...` at import: one-time set-up, not a step's change
+            self.initialising.add(added)
+        try:
+            after_body = self._block(node.body, true_state)
+        finally:
+            self.initialising.discard(added)  # type: ignore[arg-type]
         if not node.orelse:
             after_else = false_state
         elif self._is_elif(node):
@@ -446,6 +452,19 @@ class Statements:
         else:
             after_else = self._block(node.orelse, false_state)
         return self.join(after_body, after_else)
+
+    def _added_attribute(self, test: ast.expr) -> tuple[str, str] | None:
+        """`not hasattr(receiver, "name")` in a module's own body: the receiver's code and the name."""
+        if self.scope.qualname != "<module>" or not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)):
+            return None
+        call = test.operand
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "hasattr"
+                and len(call.args) == 2 and not call.keywords):
+            return None
+        name = call.args[1]
+        if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+            return None
+        return self._code(call.args[0]), name.value
 
     @staticmethod
     def _is_elif(node: ast.If) -> bool:
@@ -608,7 +627,7 @@ class Statements:
                 self._eval_call_parts(expr, state)
                 return Value(
                     Nullness.MAYBE_NONE, connector_output=True, evidence=True, origin=f"`{self._code(expr)}`",
-                    kv_source=True, invariant=invariant,
+                    kv_source=True, invariant=invariant, none_off_path=True,
                 )
         value = self._eval(expr, state)
         self._sink(expr, value, "`with`", expr, state)
@@ -627,6 +646,8 @@ class Statements:
                 self._set_nullness(subject, Nullness.NONE, case_state, "")
                 if case.guard is None:  # later cases only see values that are not None
                     self._set_nullness(subject, Nullness.NOT_NONE, state, "`case None` handled earlier")
+            if subject is not None:
+                self._narrow_field_patterns(case.pattern, subject, case_state, state if case.guard is None else None)
             for name in _pattern_names(case.pattern):
                 self._invalidate(name, case_state)
             self._bind_pattern(case.pattern, case_state)
@@ -638,6 +659,33 @@ class Statements:
         if not irrefutable:
             outcomes.append(state)
         return self.join_all(outcomes)
+
+    def _narrow_field_patterns(
+        self, pattern: ast.pattern, subject: str, case_state: NullnessState, later: NullnessState | None
+    ) -> None:
+        """`case Output(kv_connector_output=None)`: the field is None in the case, and not None in the cases after
+        it when nothing else in the pattern can fail (`later`: the state they start from; None with a guard);
+        `case Output(kv_connector_output=KVConnectorOutput())` (or `=x` bound to a class pattern): not None."""
+        if isinstance(pattern, ast.MatchAs) and pattern.pattern is not None:
+            pattern = pattern.pattern
+        if not isinstance(pattern, ast.MatchClass):
+            return
+        fields = [(key, inner) for key, inner in zip(pattern.kwd_attrs, pattern.kwd_patterns)
+                  if self.invariants.of_field(key)]
+        others_irrefutable = not pattern.patterns and all(
+            isinstance(inner, ast.MatchAs) and inner.pattern is None
+            for key, inner in zip(pattern.kwd_attrs, pattern.kwd_patterns) if not self.invariants.of_field(key)
+        )
+        for key, inner in fields:
+            field_key = f"{subject}.{key}"
+            if isinstance(inner, ast.MatchAs) and inner.pattern is not None:
+                inner = inner.pattern
+            if _is_none_pattern(inner):
+                self._set_nullness(field_key, Nullness.NONE, case_state, "")
+                if later is not None and others_irrefutable and len(fields) == 1:
+                    self._set_nullness(field_key, Nullness.NOT_NONE, later, f"`case ...({key}=None)` handled earlier")
+            elif isinstance(inner, ast.MatchClass):
+                self._set_nullness(field_key, Nullness.NOT_NONE, case_state, "class pattern in `match`")
 
     def _bind_pattern(self, pattern: ast.pattern, state: NullnessState) -> None:
         """`case Output(kv_connector_output=kvo)` reads the field; `case KVConnectorOutput() as k` narrows `k`."""
@@ -653,8 +701,21 @@ class Statements:
         if not isinstance(pattern, ast.MatchClass):
             return
         class_name = self.imports.resolve_dotted(dotted_name(pattern.cls) or "")
-        receiver = Value(Nullness.NOT_NONE, cls=self._class_of(class_name))
+        payload_of = self._payload_invariant(class_name)
+        receiver = Value(Nullness.NOT_NONE, cls=self._class_of(class_name), connector_output=bool(payload_of),
+                         invariant=payload_of)
         for key, inner in zip(pattern.kwd_attrs, pattern.kwd_patterns):
+            if isinstance(inner, (ast.MatchClass, ast.MatchAs)) and not (
+                isinstance(inner, ast.MatchAs) and inner.pattern is None
+            ):
+                self._bind_pattern(inner, state)  # `kv_connector_output=KVConnectorOutput(finished_sending=s)`
+            if payload_of and key in self.invariants.payload_fields_of(payload_of) and isinstance(
+                inner, ast.MatchAs
+            ) and inner.pattern is None and inner.name is not None:
+                state.values[inner.name] = dataclasses.replace(  # a payload set captured: None unless declared
+                    self._payload_field(receiver, key, None, f"the `{key}=` pattern", state), origin=f"`{inner.name}`"
+                )
+                continue
             invariant = self.invariants.of_field(key)
             if (invariant and isinstance(inner, ast.MatchAs)
                     and inner.pattern is None and inner.name is not None):

@@ -30,7 +30,7 @@ from kvlint.discovery import (
     read_source,
 )
 from kvlint.engine import PreparedFile, module_name_for, prepare_source
-from kvlint.runner import build_index, caller_names
+from kvlint.runner import build_index, caller_names, imported_declarations_for
 from kvlint.tree_index import TreeIndex, word_mentions
 
 
@@ -73,6 +73,7 @@ def tree_index(files: Iterable[IndexedFile], config: Config) -> TreeIndex:
     declarations = [entry for file in files if file.scanned for entry in file.declarations]
     skipped = [(SourceFile(file.path, str(file.path)), file.data) for file in files if not file.scanned]
     texts = [file.text for file in files if file.scanned]
+    declarations += imported_declarations_for(declarations, config, [file.path for file in files if file.scanned])
     return build_index(declarations, skipped, config, texts)[0]
 
 
