@@ -99,6 +99,8 @@ class ClassDecl:
     type_params: tuple[str, ...] = ()  # `class Buffer(Generic[T])`: the resolved names of T, ...
     rebound: tuple[str, ...] = ()  # class attributes bound to something else here, or on `self` in a method
     sentinel_sources: tuple[str, ...] = ()  # the resolved sentinel each of `sentinel_members` is bound to
+    # `self.state = (a, kv_connector_output, b)` in a method: (attribute, length, position, the field it holds)
+    tuple_members: tuple[tuple[str, int, int, str], ...] = ()
 
     def member_types(self) -> dict[str, TypeRef]:
         """The members by name (built once: the flow asks for them at every attribute read)."""
@@ -111,7 +113,7 @@ class ClassDecl:
     def to_json(self) -> list[object]:
         return ["c", self.qualname, self.name, list(self.bases), [[n, t.to_json()] for n, t in self.members],
                 list(self.fields), list(self.sentinel_members), self.positional, list(self.type_params),
-                list(self.rebound), list(self.sentinel_sources)]
+                list(self.rebound), list(self.sentinel_sources), [list(item) for item in self.tuple_members]]
 
 
 @dataclass(frozen=True)
@@ -171,12 +173,13 @@ def declaration_from_json(data: list[object]) -> Declaration:
         _, module, counts = data
         return PathCalls(str(module), tuple((str(n), int(c)) for n, c in counts))  # type: ignore[union-attr]
     if tag == "c":
-        _, qualname, name, bases, members, fields, sentinels, positional, params, rebound, sources = data
+        _, qualname, name, bases, members, fields, sentinels, positional, params, rebound, sources, tuples = data
         return ClassDecl(
             str(qualname), str(name), tuple(map(str, bases)),  # type: ignore[call-overload]
             tuple((str(n), TypeRef.from_json(t)) for n, t in members),  # type: ignore[union-attr]
             tuple(map(str, fields)), tuple(map(str, sentinels)), bool(positional),  # type: ignore[call-overload]
             tuple(map(str, params)), tuple(map(str, rebound)), tuple(map(str, sources)),  # type: ignore[call-overload]
+            tuple((str(a), int(n), int(i), str(f)) for a, n, i, f in tuples),  # type: ignore[union-attr]
         )
     if tag == "g":
         _, qualname, type_ = data
@@ -311,7 +314,8 @@ def _decorator_name(node: ast.expr) -> str:
 
 
 def _class_decl(
-    node: ast.ClassDef, qualname: str, resolve: Resolver, sentinels: tuple[str, ...]
+    node: ast.ClassDef, qualname: str, resolve: Resolver, sentinels: tuple[str, ...],
+    optional_fields: tuple[str, ...] = (),
 ) -> ClassDecl:
     members: dict[str, TypeRef] = {}
     fields: list[str] = []
@@ -362,7 +366,29 @@ def _class_decl(
     rebound.extend(assigned)  # `self._EMPTY = copy.deepcopy(...)`: this instance holds its own
     return ClassDecl(qualname, node.name, bases, tuple(sorted(members.items())), tuple(fields),
                      tuple(sentinel_members), positional, _type_params(node, resolve), tuple(sorted(set(rebound))),
-                     tuple(sentinel_sources))
+                     tuple(sentinel_sources), _tuple_members(assigned, optional_fields))
+
+
+def _tuple_members(
+    assigned: dict[str, list[ast.expr]], optional_fields: tuple[str, ...]
+) -> tuple[tuple[str, int, int, str], ...]:
+    """Attributes a method sets to a tuple of step state that holds a connector output by name
+    (`self.execute_model_state = (batch, hidden, kv_connector_output)`), when every such assignment is a
+    tuple of that length with the output at that position: unpacking the attribute reads it back."""
+    found = []
+    for attribute, values in sorted(assigned.items()):
+        values = [value for value in values if not (isinstance(value, ast.Constant) and value.value is None)]
+        tuples = [value for value in values if isinstance(value, ast.Tuple)]
+        if not tuples or len(tuples) != len(values) or any(len(t.elts) != len(tuples[0].elts) for t in tuples):
+            continue
+        for position, element in enumerate(tuples[0].elts):
+            spelled = element.id if isinstance(element, ast.Name) else getattr(element, "attr", None)
+            if spelled in optional_fields and all(
+                (getattr(t.elts[position], "id", None) or getattr(t.elts[position], "attr", None)) == spelled
+                for t in tuples
+            ):
+                found.append((attribute, len(tuples[0].elts), position, spelled))
+    return tuple(found)
 
 
 def _type_params(node: ast.ClassDef, resolve: Resolver) -> tuple[str, ...]:
@@ -458,12 +484,14 @@ def _is_sentinel(node: ast.expr, resolve: Resolver, sentinels: tuple[str, ...]) 
 def module_declarations(
     tree: ast.Module, module_name: str, imports: ImportTable, empty_sentinels: Iterable[str] = (),
     output_classes: Iterable[str] = (), path_names: Iterable[tuple[str, tuple[str, ...], tuple[str, ...]]] = (),
+    optional_fields: Iterable[str] = (),
 ) -> list[Declaration]:
     """Every declaration of one module, in a stable order. Empty `output_classes` (the module names no
     output class nor sentinel) skips looking for producers; `path_names`, each invariant's name with the
     guards and contexts of it the module mentions, says whose connector paths to count calls on (as
     `invariant:name`)."""
     resolve = _local_resolver(tree, module_name, imports)
+    fields = tuple(optional_fields)
     sentinels = tuple(empty_sentinels)
     outputs = tuple(output_classes)
     found: list[Declaration] = [ModuleDecl(
@@ -488,7 +516,7 @@ def module_declarations(
                 stack.append((child, f"{qualname}.<locals>"))
             elif isinstance(child, ast.ClassDef):
                 qualname = _join(prefix, child.name)
-                found.append(_class_decl(child, qualname, resolve, sentinels))
+                found.append(_class_decl(child, qualname, resolve, sentinels, fields))
                 stack.append((child, qualname))
             else:
                 stack.append((child, prefix))

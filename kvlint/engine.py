@@ -269,6 +269,7 @@ def prepare_source(
             (invariant.name, mentioned(invariant.connector_guards), mentioned(invariant.connector_contexts))
             for invariant in config.invariants.invariants
         ],
+        config.optional_fields,
     )
     optional_attributes = declared_optional_attributes(statements, prepared.imports, config.payload_classes)
     prepared.optional_attributes = frozenset(optional_attributes)

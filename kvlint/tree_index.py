@@ -362,6 +362,16 @@ class TreeIndex:
                 return found
         return None
 
+    def tuple_member(self, class_name: str, attribute: str) -> list[tuple[int, int, str]]:
+        """Where a tuple of step state the class keeps in `attribute` holds a connector output: (length,
+        position, field) from the nearest class that assigns it; [] when none does."""
+        for decl in self.mro(class_name):
+            found = [(length, position, field) for name, length, position, field in decl.tuple_members
+                     if name == attribute]
+            if found or attribute in decl.member_types() or attribute in decl.rebound:
+                return found
+        return []
+
     def sentinel_member(self, class_name: str, attribute: str) -> str | None:
         """The sentinel (resolved name) the attribute is the class's handle on, when no class on the way (nor
         an instance, through `self.x = ...`) binds it to anything else; None when it is no such handle."""

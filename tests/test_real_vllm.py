@@ -85,6 +85,18 @@ def test_vllm_0_20_0_the_new_runner_drops_its_kv_output_on_non_last_ranks(monkey
     assert _findings(tree, monkeypatch) == sorted(expected)
 
 
+def test_vllm_0_17_1_drops_the_kv_output_it_unpacks_from_its_step_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM 0.17.1's newer runner keeps the KV output in the tuple `self.execute_model_state`; `sample_tokens`
+    unpacks it and returns None on pipeline ranks other than the last (KVC006), beside the two KVC002 every
+    release of that era has."""
+    tree = vllm_tree("0.17.1")
+    runner = "vllm/v1/worker/gpu/model_runner.py"
+    dropped = _line_of(tree / runner, "return None", ") = self.execute_model_state")
+    found = _findings(tree, monkeypatch)
+    assert (runner, dropped, "KVC006", "return None") in found
+    assert sorted(code for _, _, code, _ in found) == ["KVC002", "KVC002", "KVC006"]
+
+
 @pytest.mark.parametrize("version", ["0.24.0", "0.33.0"])
 def test_releases_after_the_fix_are_clean(version: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert _findings(vllm_tree(version), monkeypatch) == []

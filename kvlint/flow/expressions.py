@@ -185,6 +185,16 @@ class Expressions:
         if held is not None:
             return self._sentinel_value(origin.strip("`"), held)
         declared = self.index.member(receiver.cls, attribute)
+        held_tuple = self.index.tuple_member(receiver.cls, attribute)
+        if held_tuple:  # `self.state = (..., kv_connector_output, ...)` elsewhere: unpacking it reads it back
+            parts: list[Value] = [UNTRACKED] * held_tuple[0][0]
+            for _, position, field in held_tuple:
+                parts[position] = Value(
+                    Nullness.MAYBE_NONE, connector_output=True, evidence=True, kv_source=True,
+                    origin=f"{origin}, which holds `{field}`", invariant=self.invariants.of_field(field),
+                )
+            optional = declared is not None and (declared.optional or declared.kind == "none")
+            return Value(Nullness.MAYBE_NONE if optional else Nullness.NOT_NONE, parts=tuple(parts))
         if declared is not None:
             return self._typed_value(self._substituted(declared, receiver), origin)
         return None
