@@ -17,7 +17,8 @@ from tests.test_binding import BINDING_PLUGINS
 from tests.test_real_plugins import PLUGINS
 from tests.vllm_sources import CACHE, plugin_tree, vllm_tree
 
-WHEELS = ("0.10.0", "0.10.1", "0.17.1", "0.13.0", "0.20.0", "0.24.0", "0.33.0")  # every release a test reads through `vllm_tree`
+# every release a test reads through `vllm_tree`
+WHEELS = ("0.10.0", "0.10.1", "0.13.0", "0.17.1", "0.20.0", "0.24.0", "0.33.0")
 SDISTS = ("0.33.0",)  # every release a test reads through `vllm_sdist_tree`
 
 
@@ -36,7 +37,7 @@ def _fetch(what: str, cached: bool, fetch) -> None:  # type: ignore[no-untyped-d
 
 
 def main() -> int:
-    print(f"Real vLLM sources for the tests (cached under {CACHE}; a first run downloads about 1.3 GB):",
+    print(f"Real vLLM sources for the tests (cached under {CACHE}; a first run downloads about 2 GB):",
           flush=True)
     for version in WHEELS:
         cached = (CACHE / "src" / f"vllm-{version}" / ".complete").is_file()

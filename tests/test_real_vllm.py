@@ -91,7 +91,7 @@ def test_vllm_0_17_1_drops_the_kv_output_it_unpacks_from_its_step_state(monkeypa
     release of that era has."""
     tree = vllm_tree("0.17.1")
     runner = "vllm/v1/worker/gpu/model_runner.py"
-    dropped = _line_of(tree / runner, "return None", ") = self.execute_model_state")
+    dropped = _line_of(tree / runner, "return None", "sampled, num_sampled, num_rejected = pp_receive(")
     found = _findings(tree, monkeypatch)
     assert (runner, dropped, "KVC006", "return None") in found
     assert sorted(code for _, _, code, _ in found) == ["KVC002", "KVC002", "KVC006"]
