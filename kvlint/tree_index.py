@@ -145,6 +145,10 @@ class TreeIndex:
             sorted([[q, t.to_json()] for q, t in self.globals.items()], key=repr),
             sorted(self.optional_method_names.items()),
             sorted(self.connector_callees.items()),
+            # what each module imports and re-exports decides what the others reach
+            sorted(self.modules.items()),
+            sorted((module, sorted(aliases.items())) for module, aliases in self._aliases.items()),
+            sorted(self.outside_modules),
         ]
 
     def callee_candidates(self) -> list[str]:

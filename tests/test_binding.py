@@ -189,3 +189,21 @@ def test_a_file_checked_alone_in_a_real_release_reports_what_the_whole_tree_does
         assert [(f.line, f.code) for f in alone.findings] == [
             (f.line, f.code) for f in whole.findings if f.path == path
         ], path
+
+
+def test_a_cached_report_follows_a_change_of_what_another_module_imports(tmp_path: Path) -> None:
+    """The result cache keys a file's report by the index, which holds every module's imports: a consumer that
+    reached a producer through a middle module stops reaching it when the middle module's import goes."""
+    (tmp_path / "producer.py").write_text(
+        "from vllm.v1.outputs import KVConnectorOutput\n\n"
+        "class Source:\n    def poll(self) -> KVConnectorOutput | None: ...\n"
+    )
+    middle = tmp_path / "middle.py"
+    middle.write_text("import producer  # the sources it hands out: KVConnectorOutput producers\n")
+    (tmp_path / "consumer.py").write_text("import middle\n\n\ndef use(p):\n    return p.poll().finished_sending\n")
+    cache = tmp_path / "cache"
+    first = run_kvlint("check", "--cache-dir", str(cache), ".", cwd=tmp_path)
+    assert "consumer.py:5:12: KVC001" in first.stdout
+    middle.write_text("import json  # no KVConnectorOutput producers any more\n")
+    second = run_kvlint("check", "--cache-dir", str(cache), ".", cwd=tmp_path)
+    assert second.returncode == 0, second.stdout
