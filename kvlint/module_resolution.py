@@ -8,7 +8,7 @@ only what can change a verdict:
 
 - a module that mentions a configured name (vLLM's `outputs.py` beside a plugin, a helper declared
   `-> KVConnectorOutput | None` in a file the pre-commit hook did not pass): all its declarations, and
-  those of the modules it imports in turn, two levels down (base classes, re-exports);
+  one level further, the modules that declare its classes' bases and what it re-exports of what was asked;
 - a module that defines a function the relevant files call as a statement or in a condition, where it
   may never return or be a `TypeGuard`/`TypeIs` predicate (a `NoReturn` helper in a sibling module).
 """
@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import dataclasses
 import glob
-import re
 import os
+import re
 import site
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kvlint.byte_scan import mentions_any
-from kvlint.declarations import Declaration, FunctionDecl, ModuleDecl, PathCalls
+from kvlint.declarations import ClassDecl, Declaration, FunctionDecl, ModuleDecl, PathCalls
 
 MAX_IMPORT_DEPTH = 2  # modules imported by modules imported by a relevant file, and no further
 MAX_MODULES_READ = 400  # a bound on what one run reads beyond its own files
@@ -116,7 +116,8 @@ def environment_site_packages(python: str | None, project_root: Path | None) -> 
 
 
 def _site_packages_under(prefix: Path) -> list[Path]:
-    patterns = ("lib/python3*/site-packages", "lib64/python3*/site-packages", "Lib/site-packages")
+    patterns = ("lib/python3*/site-packages", "lib64/python3*/site-packages", "Lib/site-packages",
+                "lib/python3*/dist-packages")  # the last: a Debian interpreter's own
     return sorted({Path(p) for pattern in patterns for p in glob.glob(str(prefix / pattern)) if os.path.isdir(p)})
 
 
@@ -161,9 +162,12 @@ def imported_declarations(
         else:
             entry.whole = before.whole = True
 
+    imported_names: dict[str, set[str]] = {}  # module -> the names asked of it (`from m import X`: X)
     for importer in sorted(importers, key=lambda decl: decl.module):
         for target in importer.imports:
             want(target, 1)
+            module, _, name = target.rpartition(".")
+            imported_names.setdefault(module, set()).add(name)
         for target in importer.called:
             want(target, 1, called=True)
     read = 0
@@ -198,8 +202,14 @@ def imported_declarations(
             if exported and not (relevant or defines_called):  # the binder follows the re-export through it
                 found.append(dataclasses.replace(decl, outside=True))
             if relevant and entry.depth < MAX_IMPORT_DEPTH:
-                for target in decl.imports:
-                    want(target, entry.depth + 1)
+                for name in sorted(imported_names.get(module, ())):  # what it re-exports of what was asked of it
+                    if name in aliases:
+                        want(aliases[name], entry.depth + 1)
+                        target_module, _, target_name = aliases[name].rpartition(".")
+                        imported_names.setdefault(target_module, set()).add(target_name)
+        if relevant and entry.depth < MAX_IMPORT_DEPTH:
+            for base in sorted({base for d in declarations if isinstance(d, ClassDecl) for base in d.bases}):
+                want(base, entry.depth + 1)  # where its classes' bases are declared
     return found
 
 
