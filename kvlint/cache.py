@@ -40,8 +40,8 @@ from kvlint.fixes import Applicability, Edit, Fix
 from kvlint.private_dir import PrivateDir, UntrustedDirectory
 from kvlint.rules import INTERNAL_ERROR
 from kvlint.sites import DerefTarget, SentinelUseKind, Site, SiteKind, Span
-from kvlint.declarations import Declaration, declaration_from_json
-from kvlint.tree_index import TreeIndex
+from kvlint.binding.declarations import Declaration, declaration_from_json
+from kvlint.binding.tree_index import TreeIndex
 
 CACHE_FORMAT = 7  # bump when an entry's layout changes
 _TAG = (  # https://bford.info/cachedir/: backup tools skip a directory holding this file

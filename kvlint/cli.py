@@ -467,7 +467,7 @@ def _check_stdin(args: argparse.Namespace) -> int:
     findings = list(report.findings)
     if args.report_unused_noqa:
         from kvlint.engine import analyse_prepared, decode_source, prepare_source
-        from kvlint.tree_index import TreeIndex
+        from kvlint.binding.tree_index import TreeIndex
         from kvlint.unused_noqa import unused_noqa_in_text
 
         config = _with_unused_noqa(config)

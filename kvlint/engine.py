@@ -32,14 +32,14 @@ from kvlint.config import Config
 from kvlint.findings import Finding
 from kvlint.fixes import line_offsets
 from kvlint.byte_scan import distinct_needles, mentions_any
-from kvlint.annotations import AnnotationKind, classify_annotation
+from kvlint.binding.annotations import AnnotationKind, classify_annotation
 from kvlint.markers import misplaced_markers
-from kvlint.names import ImportTable, first_line, walk_statements
+from kvlint.binding.names import ImportTable, first_line, walk_statements
 from kvlint.noqa import is_suppressed, noqa_line_mapping
 from kvlint.rules import INTERNAL_ERROR, RULES, SYNTAX_ERROR, INEFFECTIVE_MARKER, site_rules
 from kvlint.sites import Site, Span
-from kvlint.declarations import Declaration, module_declarations
-from kvlint.tree_index import TreeIndex
+from kvlint.binding.declarations import Declaration, module_declarations
+from kvlint.binding.tree_index import TreeIndex
 
 if TYPE_CHECKING:
     from kvlint.fix_context import FixContext

@@ -20,9 +20,9 @@ import libcst as cst
 from kvlint.config import Config
 from kvlint.fixes import Edit
 from kvlint.invariants import Invariant
-from kvlint.names import ImportTable, first_line, matches
+from kvlint.binding.names import ImportTable, first_line, matches
 from kvlint.sites import Span
-from kvlint.tree_index import TreeIndex
+from kvlint.binding.tree_index import TreeIndex
 
 SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 

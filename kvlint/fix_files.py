@@ -18,7 +18,7 @@ from kvlint.config import Config
 from kvlint.engine import SourceError, _coding_cookie, decode_source, module_name_for
 from kvlint.findings import Finding
 from kvlint.fixer import FixOutcome, fix_source
-from kvlint.tree_index import TreeIndex
+from kvlint.binding.tree_index import TreeIndex
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from kvlint.config import Config
 from kvlint.engine import analyse_prepared, prepare_source, split_lines
 from kvlint.findings import Finding
 from kvlint.fixes import Fix, apply_fixes
-from kvlint.tree_index import TreeIndex
+from kvlint.binding.tree_index import TreeIndex
 
 REJECTED = "its fix was not applied: "  # how a finding whose fix failed verification says so
 MAX_PASSES = 10  # ruff's bound is 100; kvlint's fixes settle in two or three

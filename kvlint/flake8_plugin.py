@@ -31,7 +31,7 @@ from kvlint import __version__
 
 if TYPE_CHECKING:
     from kvlint.config import Config, ConfigError, DirectoryConfigs
-    from kvlint.tree_index import TreeIndex
+    from kvlint.binding.tree_index import TreeIndex
 
 LOG = logging.getLogger("kvlint")
 INTERNAL_ERROR = "KVC902"
@@ -96,7 +96,7 @@ class KVLintChecker:
             return []
 
         from kvlint.engine import analyse_prepared, module_name_for, prepare_source
-        from kvlint.tree_index import TreeIndex
+        from kvlint.binding.tree_index import TreeIndex
 
         module_name, is_package = module_name_for(Path(self.filename))
         prepared = prepare_source(text, self.filename, config, module_name, is_package, extra_names)

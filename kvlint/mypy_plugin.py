@@ -36,7 +36,7 @@ from kvlint.config import Config, ConfigError, DirectoryConfigs, config_for_dire
 from kvlint.sites import Site
 from kvlint.findings import Finding
 from kvlint.mypy_dereferences import ModuleDereferences
-from kvlint.names import matches
+from kvlint.binding.names import matches
 from kvlint.mypy_worker import (
     AnalysisWorker,
     ModuleAnalysis,

@@ -29,8 +29,8 @@ from kvlint.engine import (
 from kvlint.byte_scan import mentions_any
 from kvlint.findings import Finding
 from kvlint.rules import INTERNAL_ERROR, UNREADABLE
-from kvlint.declarations import Declaration
-from kvlint.tree_index import TreeIndex
+from kvlint.binding.declarations import Declaration
+from kvlint.binding.tree_index import TreeIndex
 from kvlint.worker_pool import STILL_READING, WorkerPool
 from kvlint.worker_pool import shared as shared_with_workers
 

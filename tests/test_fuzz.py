@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from kvlint.config import Config
 from kvlint.engine import EVERYTHING, analyse_prepared, prepare_source, split_lines
-from kvlint.tree_index import TreeIndex
+from kvlint.binding.tree_index import TreeIndex
 
 CONFIG = Config()
 # hypothesmith compiles the programs it generates; their SyntaxWarnings are not kvlint's

@@ -9,12 +9,13 @@ from collections import Counter
 
 import pytest
 
-from kvlint import engine, tree_index
+from kvlint import engine
+from kvlint.binding import tree_index
 from kvlint.config import Config
 from kvlint.byte_scan import _needles
 from kvlint.engine import PreparedFile, _unsuppressed
 from kvlint.findings import Finding
-from kvlint.tree_index import TreeIndex
+from kvlint.binding.tree_index import TreeIndex
 
 
 class _CountingText(str):

@@ -27,8 +27,8 @@ from kvlint.flow.syntax import (
     parameters,
     ref_key,
 )
-from kvlint.declarations import TypeRef, type_of_annotation
-from kvlint.names import matches
+from kvlint.binding.declarations import TypeRef, type_of_annotation
+from kvlint.binding.names import matches
 from kvlint.sites import SentinelUseKind, SiteKind
 
 UNTYPED = frozenset({"typing.Any", "typing_extensions.Any", "Any", "object", "builtins.object"})

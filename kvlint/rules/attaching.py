@@ -83,7 +83,7 @@ def _is_copy(value: cst.BaseExpression | None, context: FixContext) -> bool:
     """`copy.copy(...)`, `copy.deepcopy(...)` or `dataclasses.replace(...)`, however the module spells them."""
     from kvlint.flow.expressions import COPY_FUNCTIONS
     from kvlint.fix_context import dotted_name
-    from kvlint.names import matches
+    from kvlint.binding.names import matches
 
     if not isinstance(value, cst.Call):
         return False

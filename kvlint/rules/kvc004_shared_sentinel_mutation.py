@@ -200,7 +200,7 @@ def _member_mutated_in_place(function: cst.FunctionDef, name: str) -> str:
 
 
 def _is_sentinel(context: FixContext, spelled: str, sentinels: tuple[str, ...]) -> bool:
-    from kvlint.names import matches
+    from kvlint.binding.names import matches
 
     resolved = context.imports.resolve_dotted(spelled)
     if "." not in resolved and context.module_name and spelled not in context.imports.bindings:

@@ -32,7 +32,7 @@ def fix(site: Site, context: FixContext) -> Fix:
 
     from kvlint.fix_context import NoFix
     from kvlint.fix_context import dotted_name, is_none_literal
-    from kvlint.names import matches
+    from kvlint.binding.names import matches
     from kvlint.rules.attaching import keyword_edit, return_with_output, the_candidate
 
     value = the_candidate(site)
@@ -58,7 +58,7 @@ def _built_output(returned: object, context: FixContext, output_classes: tuple[s
     import libcst as cst
 
     from kvlint.fix_context import dotted_name
-    from kvlint.names import matches
+    from kvlint.binding.names import matches
     from kvlint.rules.kvc004_shared_sentinel_mutation import _bindings
 
     if not isinstance(returned, cst.Name):

@@ -12,7 +12,7 @@ from kvlint.engine import FileReport, analyse_prepared, module_name_for, prepare
 from kvlint.findings import Finding
 from kvlint.rules import INTERNAL_ERROR
 from kvlint.server.project import IndexedFile, ProjectIndex, caller_names, tree_index
-from kvlint.tree_index import TreeIndex
+from kvlint.binding.tree_index import TreeIndex
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from kvlint.byte_scan import mentions_any
 from kvlint.config import Config
-from kvlint.declarations import Declaration
+from kvlint.binding.declarations import Declaration
 from kvlint.discovery import (
     PYTHON_SUFFIXES,
     SourceFile,
@@ -31,7 +31,7 @@ from kvlint.discovery import (
 )
 from kvlint.engine import PreparedFile, module_name_for, prepare_source
 from kvlint.runner import build_index, caller_names
-from kvlint.tree_index import TreeIndex, word_mentions
+from kvlint.binding.tree_index import TreeIndex, word_mentions
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Tell whether a type annotation spells `KVConnectorOutput` or its Optional.
 
-`kvlint.declarations.type_of_annotation` reads every spelling (`Optional[X]`,
+`kvlint.binding.declarations.type_of_annotation` reads every spelling (`Optional[X]`,
 `X | None`, `Union[X, None]`, string annotations, `typing.` prefixes, import
 aliases); this module only asks it whether the payload class is what is declared.
 """
@@ -11,8 +11,8 @@ import ast
 import enum
 from collections.abc import Callable, Iterable
 
-from kvlint.declarations import type_of_annotation
-from kvlint.names import matches
+from kvlint.binding.declarations import type_of_annotation
+from kvlint.binding.names import matches
 
 Resolver = Callable[[str], str]
 

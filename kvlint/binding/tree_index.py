@@ -18,8 +18,8 @@ from collections.abc import Collection, Iterable, Sequence
 from itertools import chain
 
 from kvlint.byte_scan import mentions_any
-from kvlint.declarations import ClassDecl, Declaration, FunctionDecl, GlobalDecl, PathCalls, TypeRef
-from kvlint.names import matches
+from kvlint.binding.declarations import ClassDecl, Declaration, FunctionDecl, GlobalDecl, PathCalls, TypeRef
+from kvlint.binding.names import matches
 
 # Functions every Python program knows never return (a path that calls one ends there).
 KNOWN_NO_RETURN = (

@@ -7,7 +7,7 @@ reads, per file and cheaply (statements only), the classes (dataclass fields,
 annotated class attributes, `self.x: T` in methods, properties, base classes,
 class attributes bound to an empty sentinel), the functions and methods with
 their return types, annotated module globals, and the functions that never
-return. `kvlint.tree_index` merges them over the tree. Everything here is plain
+return. `kvlint.binding.tree_index` merges them over the tree. Everything here is plain
 data that round-trips through JSON, so the result cache can keep it.
 """
 
@@ -17,7 +17,7 @@ import ast
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from kvlint.names import ImportTable, ast_dotted_name, child_statements, matches
+from kvlint.binding.names import ImportTable, ast_dotted_name, child_statements, matches
 
 Resolver = Callable[[str], str]
 
