@@ -25,7 +25,7 @@ from kvlint.findings import Finding
 from kvlint.invariants import EMPTY_OUTPUT_POLICIES, Invariant
 from kvlint.output import finding_record
 from kvlint.rules import RULES, UNUSED_NOQA
-from kvlint.runner import RunResult
+from kvlint.running.runner import RunResult
 from kvlint.sites import DerefTarget, SentinelUseKind, Site, SiteKind
 
 # the codes an audit counts: KVC100 is `kvlint check --report-unused-noqa`'s alone

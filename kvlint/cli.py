@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kvlint import __version__
-from kvlint.collector import collect_garbage_rarely
+from kvlint.running.collector import collect_garbage_rarely
 from kvlint.config import ALL_CODES, Config, ConfigError, load_config
 from kvlint.output import FORMATS
 from kvlint.paths import display_path
@@ -30,7 +30,7 @@ AUDIT_FORMAT_NAMES = ("text", "json", "markdown", "sarif", "mermaid", "dot")
 
 if TYPE_CHECKING:
     from kvlint.fix_files import FileFix
-    from kvlint.runner import RunResult
+    from kvlint.running.runner import RunResult
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 CACHE_DIR_ENV = "KVLINT_CACHE_DIR"  # the result cache directory when --cache-dir is not given
@@ -321,7 +321,7 @@ def _cache_directory(args: argparse.Namespace) -> Path | None:
 
 def _clean_cache(args: argparse.Namespace) -> int:
     """`kvlint cache clean`: remove what kvlint keeps in the cache directory."""
-    from kvlint.cache import clean
+    from kvlint.running.cache import clean
 
     directory = _cache_directory(args)
     if directory is None:
@@ -357,7 +357,7 @@ def _print_tracebacks(result: RunResult) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from kvlint.runner import run
+    from kvlint.running.runner import run
 
     if any(str(path) == "-" for path in args.paths):
         return _check_stdin(args)
@@ -373,7 +373,7 @@ def _check(args: argparse.Namespace) -> int:
         _warn_if_nothing_found(args, result.files_found)
     reported = result.findings
     if args.report_unused_noqa:
-        from kvlint.unused_noqa import unused_noqa
+        from kvlint.running.unused_noqa import unused_noqa
 
         config = _with_unused_noqa(config)
         raw = run(args.paths, config, jobs=args.jobs, suppress=False)
@@ -468,7 +468,7 @@ def _check_stdin(args: argparse.Namespace) -> int:
     if args.report_unused_noqa:
         from kvlint.engine import analyse_prepared, decode_source, prepare_source
         from kvlint.binding.tree_index import TreeIndex
-        from kvlint.unused_noqa import unused_noqa_in_text
+        from kvlint.running.unused_noqa import unused_noqa_in_text
 
         config = _with_unused_noqa(config)
         prepared = prepare_source(data, display, config, module_name, is_package)
@@ -650,7 +650,7 @@ def _audit(args: argparse.Namespace) -> int:
 
     from kvlint.audit import build_audit
     from kvlint.report_formats import ProgressBar, audit_text
-    from kvlint.runner import run
+    from kvlint.running.runner import run
 
     config = _load_for_run(args)
     if config is None:

@@ -148,7 +148,7 @@ def _given_paths(options: argparse.Namespace | None) -> tuple[str, ...]:
 
 def _build_tree_view(paths: list[Path], config: Config) -> _TreeView:
     """Index every file under `paths`, as `kvlint check` does before its per-file pass."""
-    from kvlint.runner import index_tree
+    from kvlint.running.runner import index_tree
 
     index, covered = index_tree(paths, config)
     LOG.debug("kvlint: indexed %d files under %s", len(covered), ", ".join(map(str, paths)))

@@ -10,7 +10,7 @@ import pytest
 from kvlint.binding.annotations import AnnotationKind, classify_annotation
 from kvlint.config import Config
 from kvlint.binding.names import ImportTable
-from kvlint.runner import run
+from kvlint.running.runner import run
 from kvlint.binding.declarations import FunctionDecl, module_declarations
 from kvlint.binding.tree_index import TreeIndex, returns_optional_payload
 

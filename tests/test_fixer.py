@@ -26,7 +26,7 @@ from kvlint.engine import analyse_source, module_name_for
 from kvlint.fixer import MAX_PASSES, fix_source
 from kvlint.fixes import Applicability, Edit, Fix
 from kvlint.rules import RULES
-from kvlint.runner import index_tree
+from kvlint.running.runner import index_tree
 from tests.conftest import FIXTURES, ROOT, run_kvlint
 from tests.test_fuzz import BLOCKS, _indent, fuzz
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvlint.cache import _finding_from_json, _finding_to_json
+from kvlint.running.cache import _finding_from_json, _finding_to_json
 from kvlint.engine import split_lines
 from kvlint.findings import Finding
 from kvlint.fixes import Applicability, Edit, Fix, apply_fixes

@@ -149,7 +149,7 @@ def check_every_face(source: str) -> None:
     from kvlint.flake8_plugin import KVLintChecker
     from kvlint.output import FORMATS
     from kvlint.report_formats import AUDIT_FORMATS
-    from kvlint.runner import RunResult
+    from kvlint.running.runner import RunResult
 
     report = analyse_source(source, "fuzzed.py", CONFIG)
     rows = list(KVLintChecker(ast.parse(source), source.splitlines(keepends=True), "fuzzed.py").run())

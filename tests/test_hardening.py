@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kvlint import runner
+from kvlint.running import runner
 from kvlint.config import Config
 from tests.conftest import FIXTURES, ROOT, finding_lines, run_kvlint
 

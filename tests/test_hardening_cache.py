@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from kvlint.cache import CACHE_FORMAT, ResultCache
+from kvlint.running.cache import CACHE_FORMAT, ResultCache
 from kvlint.config import Config
-from kvlint.private_dir import PrivateDir
-from kvlint.runner import run
+from kvlint.running.private_dir import PrivateDir
+from kvlint.running.runner import run
 from tests.conftest import FIXTURES, run_kvlint
 from tests.second_user import OTHER_GID, OTHER_UID, as_other_user, shared_directory
 

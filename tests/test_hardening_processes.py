@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kvlint import runner, worker_pool
+from kvlint.running import runner, worker_pool
 from kvlint.config import Config
 from tests.conftest import FIXTURES, ROOT, run_kvlint
 from tests.second_user import kvlint_as_other_user, shared_directory

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kvlint.config import Config
 from kvlint.markers import misplaced_markers
-from kvlint.runner import run
+from kvlint.running.runner import run
 
 RUNNER = textwrap.dedent('''\
     import functools

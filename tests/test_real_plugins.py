@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kvlint.config import Config
-from kvlint.runner import run
+from kvlint.running.runner import run
 from tests.vllm_sources import Plugin, plugin_tree
 
 pytestmark = pytest.mark.vllm

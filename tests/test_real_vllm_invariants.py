@@ -13,7 +13,7 @@ import pytest
 
 from kvlint.audit import build_audit
 from kvlint.config import Config, kv_overrides
-from kvlint.runner import run
+from kvlint.running.runner import run
 from tests.test_audit import _grep  # reads and writes of a field, by grep
 from tests.vllm_sources import vllm_tree
 

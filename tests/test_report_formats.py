@@ -354,7 +354,7 @@ def test_markdown_under_the_limit_is_not_cut() -> None:
 def _fixture_report():  # type: ignore[no-untyped-def]
     from kvlint.audit import build_audit
     from kvlint.config import load_config
-    from kvlint.runner import run
+    from kvlint.running.runner import run
 
     paths = [ROOT / FIXTURE_TREE]
     config = load_config(paths)

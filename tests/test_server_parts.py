@@ -16,7 +16,7 @@ from kvlint.findings import Finding
 from kvlint.fixes import Applicability, Edit, Fix, apply_fixes
 from kvlint.noqa import is_suppressed, noqa_line_mapping
 from kvlint.rules import RULE_DOCS_FILE, RULES, rule_docs_markdown
-from kvlint.runner import index_tree, run
+from kvlint.running.runner import index_tree, run
 from kvlint.server.analysis import DocumentAnalysis, analyse_text
 from kvlint.server.code_actions import quick_fixes, replacement, workspace_edit
 from kvlint.server.diagnostics import diagnostic, hover_text, rule_docs_url

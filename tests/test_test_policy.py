@@ -30,7 +30,7 @@ from kvlint.config import (
     load_config,
 )
 from kvlint.invariants import INVARIANT_KEYS
-from kvlint.runner import run
+from kvlint.running.runner import run
 from tests.conftest import FIXTURES, run_kvlint
 
 POLICY_FIXTURES = FIXTURES / "tests_policy"

@@ -1,7 +1,7 @@
 """KVC100: a `# noqa: KVC...` comment that silences nothing (ruff's RUF100), reported only when asked.
 
 No site predicate: `kvlint check --report-unused-noqa` compares each file's `# noqa`
-comments with the findings they would silence (`kvlint.unused_noqa`).
+comments with the findings they would silence (`kvlint.running.unused_noqa`).
 """
 
 from __future__ import annotations

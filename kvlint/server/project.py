@@ -21,7 +21,7 @@ from pathlib import Path
 from kvlint.byte_scan import mentions_any
 from kvlint.config import Config
 from kvlint.binding.declarations import Declaration
-from kvlint.discovery import (
+from kvlint.running.discovery import (
     PYTHON_SUFFIXES,
     SourceFile,
     UnreadablePath,
@@ -30,7 +30,7 @@ from kvlint.discovery import (
     read_source,
 )
 from kvlint.engine import PreparedFile, module_name_for, prepare_source
-from kvlint.runner import build_index, caller_names
+from kvlint.running.runner import build_index, caller_names
 from kvlint.binding.tree_index import TreeIndex, word_mentions
 
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from kvlint.config import Config
-from kvlint.discovery import SourceFile, UnreadablePath, iter_python_files, read_source
+from kvlint.running.discovery import SourceFile, UnreadablePath, iter_python_files, read_source
 from kvlint.engine import decode_source, split_lines
 from kvlint.findings import Finding
 from kvlint.noqa import NOQA_INLINE_REGEXP, noqa_codes, noqa_line_mapping

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kvlint.collector import collect_garbage_rarely
+from kvlint.running.collector import collect_garbage_rarely
 from kvlint.config import Config
-from kvlint.discovery import SourceFile, UnreadablePath, iter_python_files, read_source
+from kvlint.running.discovery import SourceFile, UnreadablePath, iter_python_files, read_source
 from kvlint.engine import (
     EVERYTHING,
     FileReport,
@@ -31,11 +31,11 @@ from kvlint.findings import Finding
 from kvlint.rules import INTERNAL_ERROR, UNREADABLE
 from kvlint.binding.declarations import Declaration
 from kvlint.binding.tree_index import TreeIndex
-from kvlint.worker_pool import STILL_READING, WorkerPool
-from kvlint.worker_pool import shared as shared_with_workers
+from kvlint.running.worker_pool import STILL_READING, WorkerPool
+from kvlint.running.worker_pool import shared as shared_with_workers
 
 if TYPE_CHECKING:
-    from kvlint.cache import CachedFile, ResultCache
+    from kvlint.running.cache import CachedFile, ResultCache
 
 PARALLEL_THRESHOLD = 4  # below this many files found, worker start-up costs more than it saves
 
@@ -79,7 +79,7 @@ def run(
     analysed again with the final index.
     `everything` skips the byte scan and analyses every unit of every file (the
     corpus run and fuzzing use it to exercise the parser and the flow analysis).
-    `cache_dir` reuses and stores per-file results there (`kvlint.cache`); a
+    `cache_dir` reuses and stores per-file results there (`kvlint.running.cache`); a
     file whose entry matches is neither parsed nor analysed.
     `suppress=False` keeps what `# noqa`, select/ignore and per-file-ignores would drop
     (`--report-unused-noqa` compares the two); such a run uses no cache.
@@ -192,7 +192,7 @@ class _RunCache:
 
     @classmethod
     def open(cls, directory: Path, config: Config, everything: bool) -> _RunCache:
-        from kvlint.cache import ResultCache  # only a run that asks for a cache pays for its imports
+        from kvlint.running.cache import ResultCache  # only a run that asks for a cache pays for its imports
 
         return cls(ResultCache(directory, config, everything))
 
@@ -403,7 +403,7 @@ def caller_names(index: TreeIndex, config: Config) -> tuple[str, ...]:
 
 
 def _Pool(jobs: int, size: int) -> WorkerPool:  # noqa: N802 - reads as the class it returns
-    """The run's worker processes (`kvlint.worker_pool`); fewer than PARALLEL_THRESHOLD files need none."""
+    """The run's worker processes (`kvlint.running.worker_pool`); fewer than PARALLEL_THRESHOLD files need none."""
     return WorkerPool(jobs, size, PARALLEL_THRESHOLD, initializer=_warm_worker)
 
 

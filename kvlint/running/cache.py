@@ -10,7 +10,7 @@ while the index is unchanged. Entries are JSON (never pickle: a cache
 directory may be shared), written atomically; an entry that cannot be read
 or decoded is a miss, never an error.
 
-Only its owner can steer the cache (`kvlint.private_dir`): no symlink is
+Only its owner can steer the cache (`kvlint.running.private_dir`): no symlink is
 followed below the named directory, entries and directories owned by someone
 else or writable by others are not used, a shared directory gets a per-user
 subdirectory. An entry is at most `ENTRY_LIMIT` bytes and is checked field by
@@ -37,7 +37,7 @@ from kvlint.config import Config
 from kvlint.engine import FileReport
 from kvlint.findings import Finding
 from kvlint.fixes import Applicability, Edit, Fix
-from kvlint.private_dir import PrivateDir, UntrustedDirectory
+from kvlint.running.private_dir import PrivateDir, UntrustedDirectory
 from kvlint.rules import INTERNAL_ERROR
 from kvlint.sites import DerefTarget, SentinelUseKind, Site, SiteKind, Span
 from kvlint.binding.declarations import Declaration, declaration_from_json
