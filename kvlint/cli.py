@@ -29,7 +29,7 @@ from kvlint.safe_text import printable
 AUDIT_FORMAT_NAMES = ("text", "json", "markdown", "sarif", "mermaid", "dot")
 
 if TYPE_CHECKING:
-    from kvlint.fix_files import FileFix
+    from kvlint.fixing.files import FileFix
     from kvlint.running.runner import RunResult
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
@@ -382,8 +382,8 @@ def _check(args: argparse.Namespace) -> int:
     if args.fix or args.diff:
         if args.report_unused_noqa:
             raise _UsageError("--report-unused-noqa cannot be combined with --fix or --diff")
-        from kvlint.fix_files import fix_file, fixable_paths
-        from kvlint.fixer import REJECTED, left_alone
+        from kvlint.fixing.files import fix_file, fixable_paths
+        from kvlint.fixing.passes import REJECTED, left_alone
 
         assert result.index is not None
         files = [
@@ -417,7 +417,7 @@ def _check(args: argparse.Namespace) -> int:
 
 def _report_diff(args: argparse.Namespace, files: Iterable[FileFix]) -> int:
     """--diff: the unified diffs on stdout (or --output), `Would fix N findings.` on stderr; 1 if any diff."""
-    from kvlint.fix_files import unified_diff
+    from kvlint.fixing.files import unified_diff
 
     files = list(files)
     _emit(args.output, "".join(unified_diff(f.display_path, f.old_text, f.outcome.text) for f in files))
@@ -493,8 +493,8 @@ def _fix_stdin(
     """`kvlint check --fix -`: the fixed source on stdout (every byte of it when nothing is fixed), the
     remaining findings on stderr; `--diff -`: the diff on stdout."""
     from kvlint.engine import SourceError, decode_source
-    from kvlint.fix_files import encode_like, unified_diff
-    from kvlint.fixer import fix_source
+    from kvlint.fixing.files import encode_like, unified_diff
+    from kvlint.fixing.passes import fix_source
 
     if args.report_unused_noqa:
         raise _UsageError("--report-unused-noqa cannot be combined with --fix or --diff")

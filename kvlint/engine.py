@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from kvlint.config import Config
 from kvlint.findings import Finding
-from kvlint.fixes import line_offsets
+from kvlint.fixing.model import line_offsets
 from kvlint.byte_scan import distinct_needles, mentions_any
 from kvlint.binding.annotations import AnnotationKind, classify_annotation
 from kvlint.markers import misplaced_markers
@@ -42,7 +42,7 @@ from kvlint.binding.declarations import Declaration, module_declarations
 from kvlint.binding.tree_index import TreeIndex
 
 if TYPE_CHECKING:
-    from kvlint.fix_context import FixContext
+    from kvlint.fixing.context import FixContext
     from kvlint.rules.rule import Rule
 
 MAX_FILE_BYTES = 8 * 2**20  # 16x vLLM's largest file; analysed in linear time (bench/large_file_bench.py)
@@ -496,7 +496,7 @@ def _with_fixes(
     findings: list[Finding], judged: dict, fix_context: Callable[[], FixContext]  # type: ignore[type-arg]
 ) -> list[Finding]:
     """Ask each finding's rule for its fix (only findings are asked: a clean file never builds one)."""
-    from kvlint.fix_context import NoFix
+    from kvlint.fixing.context import NoFix
 
     try:
         context = fix_context()
@@ -561,8 +561,8 @@ def _sites(
         """libcst over the same text: fixes edit the code as written (only a file with a finding pays for it)."""
         import libcst as cst
 
-        from kvlint.fix_context import FixContext
-        from kvlint.positions import node_spans
+        from kvlint.fixing.context import FixContext
+        from kvlint.fixing.positions import node_spans
 
         module = cst.parse_module(text)
         return FixContext(

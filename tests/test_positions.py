@@ -10,7 +10,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from kvlint.config import Config
 from kvlint.engine import decode_source, prepare_source, reduced_text
-from kvlint.positions import node_spans
+from kvlint.fixing.positions import node_spans
 from tests.conftest import FIXTURES
 from tests.vllm_sources import vllm_tree
 

@@ -13,7 +13,7 @@ from lsprotocol import types
 from kvlint.config import Config, load_config
 from kvlint.engine import split_lines
 from kvlint.findings import Finding
-from kvlint.fixes import Applicability, Edit, Fix, apply_fixes
+from kvlint.fixing.model import Applicability, Edit, Fix, apply_fixes
 from kvlint.noqa import is_suppressed, noqa_line_mapping
 from kvlint.rules import RULE_DOCS_FILE, RULES, rule_docs_markdown
 from kvlint.running.runner import index_tree, run

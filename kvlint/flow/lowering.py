@@ -24,7 +24,7 @@ def lower_newer_syntax(text: str) -> str | None:
     import libcst as cst
 
     from kvlint.engine import split_lines
-    from kvlint.positions import node_spans
+    from kvlint.fixing.positions import node_spans
 
     try:
         module = cst.parse_module(text)

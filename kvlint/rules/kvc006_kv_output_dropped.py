@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kvlint.fixes import Applicability, Fix
+from kvlint.fixing.model import Applicability, Fix
 from kvlint.rules.rule import Rule
 from kvlint.sites import Site, SiteKind
 
 if TYPE_CHECKING:
-    from kvlint.fix_context import FixContext
+    from kvlint.fixing.context import FixContext
 
 
 def check(site: Site) -> str | None:
@@ -30,8 +30,8 @@ def fix(site: Site, context: FixContext) -> Fix:
     """Hand the dropped value on in what is returned (always unsafe: callers get an output, not None)."""
     import libcst as cst
 
-    from kvlint.fix_context import NoFix
-    from kvlint.fix_context import dotted_name, is_none_literal
+    from kvlint.fixing.context import NoFix
+    from kvlint.fixing.context import dotted_name, is_none_literal
     from kvlint.binding.names import matches
     from kvlint.rules.attaching import keyword_edit, return_with_output, the_candidate
 
@@ -57,7 +57,7 @@ def _built_output(returned: object, context: FixContext, output_classes: tuple[s
     """The returned name is bound to an output construction in the function (not to the sentinel)."""
     import libcst as cst
 
-    from kvlint.fix_context import dotted_name
+    from kvlint.fixing.context import dotted_name
     from kvlint.binding.names import matches
     from kvlint.rules.kvc004_shared_sentinel_mutation import _bindings
 

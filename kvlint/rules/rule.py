@@ -6,11 +6,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kvlint.fixes import Fix
+from kvlint.fixing.model import Fix
 from kvlint.sites import Site
 
 if TYPE_CHECKING:
-    from kvlint.fix_context import FixContext
+    from kvlint.fixing.context import FixContext
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ import kvlint
 from kvlint.config import Config
 from kvlint.engine import FileReport
 from kvlint.findings import Finding
-from kvlint.fixes import Applicability, Edit, Fix
+from kvlint.fixing.model import Applicability, Edit, Fix
 from kvlint.running.private_dir import PrivateDir, UntrustedDirectory
 from kvlint.rules import INTERNAL_ERROR
 from kvlint.sites import DerefTarget, SentinelUseKind, Site, SiteKind, Span

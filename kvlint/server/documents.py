@@ -8,7 +8,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from kvlint.engine import split_lines
-from kvlint.fixes import line_offsets
+from kvlint.fixing.model import line_offsets
 from kvlint.server.positions import UTF16, offset_of
 
 PYTHON_SUFFIXES = (".py", ".pyi")

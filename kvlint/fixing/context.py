@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 import libcst as cst
 
 from kvlint.config import Config
-from kvlint.fixes import Edit
+from kvlint.fixing.model import Edit
 from kvlint.invariants import Invariant
 from kvlint.binding.names import ImportTable, first_line, matches
 from kvlint.sites import Span

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from kvlint.config import Config
 from kvlint.engine import analyse_prepared, prepare_source, split_lines
 from kvlint.findings import Finding
-from kvlint.fixes import Fix, apply_fixes
+from kvlint.fixing.model import Fix, apply_fixes
 from kvlint.binding.tree_index import TreeIndex
 
 REJECTED = "its fix was not applied: "  # how a finding whose fix failed verification says so

@@ -1,4 +1,4 @@
-"""`kvlint check --fix` / `--diff` over files: read, fix (`kvlint.fixer`), then diff or write back.
+"""`kvlint check --fix` / `--diff` over files: read, fix (`kvlint.fixing.passes`), then diff or write back.
 
 A file is read again here (its bytes, its encoding: a BOM, a coding cookie), fixed as text, encoded
 as it was, and written atomically with its mode kept (`kvlint.atomic`); a file whose bytes changed
@@ -17,7 +17,7 @@ from pathlib import Path
 from kvlint.config import Config
 from kvlint.engine import SourceError, _coding_cookie, decode_source, module_name_for
 from kvlint.findings import Finding
-from kvlint.fixer import FixOutcome, fix_source
+from kvlint.fixing.passes import FixOutcome, fix_source
 from kvlint.binding.tree_index import TreeIndex
 
 
