@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING
 from kvlint import __version__
 from kvlint.running.collector import collect_garbage_rarely
 from kvlint.config import ALL_CODES, Config, ConfigError, load_config
-from kvlint.output import FORMATS
+from kvlint.report.output import FORMATS
 from kvlint.paths import display_path
 from kvlint.rules import RULES, rules_table_markdown
-from kvlint.safe_text import printable
+from kvlint.report.safe_text import printable
 
 # `kvlint audit --format`: the keys of `report_formats.AUDIT_FORMATS`, which `check` need not import
 AUDIT_FORMAT_NAMES = ("text", "json", "markdown", "sarif", "mermaid", "dot")
@@ -296,7 +296,7 @@ def _say_where_the_configuration_is(args: argparse.Namespace, config: Config) ->
     search stopped at a directory of another user."""
     from kvlint.ownership import search_stop
     from kvlint.paths import display_path
-    from kvlint.safe_text import printable
+    from kvlint.report.safe_text import printable
 
     start = Path(args.paths[0]) if args.paths else Path.cwd()
     directory = os.path.abspath(start if os.path.isdir(start) else os.path.dirname(os.path.abspath(start)))
@@ -556,7 +556,7 @@ def _use_color(choice: str, output: Path | None) -> bool:
 
 def _check_report(args: argparse.Namespace, findings: list, fixed: int | None = None) -> str:  # type: ignore[type-arg]
     """The text of `kvlint check`'s report in the chosen format (`fixed`: how many --fix repaired)."""
-    from kvlint.output import as_text_report, statistics_json, statistics_text
+    from kvlint.report.output import as_text_report, statistics_json, statistics_text
 
     color = _use_color(args.color, args.output) if args.format == "text" else False
     if args.statistics:
@@ -605,7 +605,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
 def _read_baseline(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     if args.baseline is None:
         return None
-    from kvlint.baseline import Baseline, BaselineError
+    from kvlint.report.baseline import Baseline, BaselineError
 
     try:
         return Baseline.load(args.baseline)
@@ -616,7 +616,7 @@ def _read_baseline(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 def _new_findings(args: argparse.Namespace, baseline, findings):  # type: ignore[no-untyped-def]
     """Apply --baseline / --write-baseline; return the findings to report and how many a baseline hid."""
     if args.write_baseline is not None:
-        from kvlint.baseline import write_baseline
+        from kvlint.report.baseline import write_baseline
 
         try:
             count = write_baseline(args.write_baseline, findings)
@@ -648,8 +648,8 @@ def _emit(output: Path | None, text: str) -> None:
 def _audit(args: argparse.Namespace) -> int:
     import shutil
 
-    from kvlint.audit import build_audit
-    from kvlint.report_formats import ProgressBar, audit_text
+    from kvlint.report.audit import build_audit
+    from kvlint.report.audit_formats import ProgressBar, audit_text
     from kvlint.running.runner import run
 
     config = _load_for_run(args)
@@ -670,11 +670,11 @@ def _audit(args: argparse.Namespace) -> int:
         width = shutil.get_terminal_size().columns if terminal else None
         text = audit_text(report, color=color, width=width)
     elif args.format == "markdown":
-        from kvlint.report_formats import audit_markdown, github_base_url
+        from kvlint.report.audit_formats import audit_markdown, github_base_url
 
         text = audit_markdown(report, base_url=args.base_url or github_base_url(os.environ))
     else:
-        from kvlint.report_formats import AUDIT_FORMATS
+        from kvlint.report.audit_formats import AUDIT_FORMATS
 
         text = AUDIT_FORMATS[args.format](report)
     _emit(args.output, text)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kvlint.audit import AUDIT_FORMAT_VERSION, AUDIT_JSON_SCHEMA, INVENTORY_LISTS
+from kvlint.report.audit import AUDIT_FORMAT_VERSION, AUDIT_JSON_SCHEMA, INVENTORY_LISTS
 from kvlint.sites import SiteKind
 from tests.conftest import ROOT, run_kvlint
 

@@ -144,11 +144,11 @@ def check_every_face(source: str) -> None:
     """The flake8 plugin and every audit and check format take the same program without an exception."""
     import ast
 
-    from kvlint.audit import build_audit
+    from kvlint.report.audit import build_audit
     from kvlint.engine import analyse_source
     from kvlint.flake8_plugin import KVLintChecker
-    from kvlint.output import FORMATS
-    from kvlint.report_formats import AUDIT_FORMATS
+    from kvlint.report.output import FORMATS
+    from kvlint.report.audit_formats import AUDIT_FORMATS
     from kvlint.running.runner import RunResult
 
     report = analyse_source(source, "fuzzed.py", CONFIG)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kvlint.safe_text import json_document, printable
+from kvlint.report.safe_text import json_document, printable
 from tests.conftest import FIXTURES, run_kvlint
 
 NAME = b"bad\xff\x1b[31mname\n## injected```.py"  # not UTF-8, an ANSI escape, a line break, a fence

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kvlint.audit import build_audit
+from kvlint.report.audit import build_audit
 from kvlint.config import Config, kv_overrides
 from kvlint.running.runner import run
 from tests.test_audit import _grep  # reads and writes of a field, by grep

@@ -341,7 +341,7 @@ def test_markdown_fits_a_github_comment_on_a_tree_with_many_findings(tmp_path: P
 
 
 def test_markdown_under_the_limit_is_not_cut() -> None:
-    from kvlint.report_formats import audit_markdown
+    from kvlint.report.audit_formats import audit_markdown
 
     text = run_kvlint("audit", FIXTURE_TREE, "--format", "json")  # just to be sure the tree runs
     assert text.returncode == 1
@@ -352,7 +352,7 @@ def test_markdown_under_the_limit_is_not_cut() -> None:
 
 
 def _fixture_report():  # type: ignore[no-untyped-def]
-    from kvlint.audit import build_audit
+    from kvlint.report.audit import build_audit
     from kvlint.config import load_config
     from kvlint.running.runner import run
 
@@ -403,6 +403,6 @@ def test_each_invariant_has_its_own_hub_and_a_function_one_node(tmp_path: Path) 
 def test_the_command_line_offers_every_audit_format() -> None:
     """`kvlint check` does not import the audit renderers; the names it offers `audit --format` are theirs."""
     from kvlint.cli import AUDIT_FORMAT_NAMES
-    from kvlint.report_formats import AUDIT_FORMATS as RENDERERS
+    from kvlint.report.audit_formats import AUDIT_FORMATS as RENDERERS
 
     assert AUDIT_FORMAT_NAMES == tuple(RENDERERS)

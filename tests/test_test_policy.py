@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from kvlint.audit import AUDIT_JSON_SCHEMA
+from kvlint.report.audit import AUDIT_JSON_SCHEMA
 from kvlint.config import (
     DEFAULT_TEST_FILES,
     DEFAULT_TEST_IGNORE,

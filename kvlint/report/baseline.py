@@ -31,7 +31,7 @@ from pathlib import Path
 from kvlint import __version__
 from kvlint.atomic import write_output
 from kvlint.findings import Finding
-from kvlint.safe_text import json_document
+from kvlint.report.safe_text import json_document
 
 BASELINE_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)

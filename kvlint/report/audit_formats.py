@@ -1,4 +1,4 @@
-"""Audit formats: text, json, markdown, sarif (from `kvlint.sarif`, which `check` shares too),
+"""Audit formats: text, json, markdown, sarif (from `kvlint.report.sarif`, which `check` shares too),
 mermaid and dot.
 
 Each format renders an `AuditReport` to one string. Nothing here analyses code;
@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kvlint.rules import RULES
-from kvlint.safe_text import json_document, printable, uri_quote
-from kvlint.sarif import as_sarif_with_summary
+from kvlint.report.safe_text import json_document, printable, uri_quote
+from kvlint.report.sarif import as_sarif_with_summary
 
 if TYPE_CHECKING:
-    from kvlint.audit import AuditReport
+    from kvlint.report.audit import AuditReport
     from kvlint.findings import Finding
 
 TEXT_WIDTH = 120  # the text report's width when it is not on a terminal (files, pipes, golden tests)
@@ -37,7 +37,7 @@ def audit_sarif(report: AuditReport) -> str:
 
 
 def audit_json(report: AuditReport) -> str:
-    """The documented inventory (`kvlint.audit.AUDIT_JSON_SCHEMA`)."""
+    """The documented inventory (`kvlint.report.audit.AUDIT_JSON_SCHEMA`)."""
     return json_document(json.dumps(report.to_json(), indent=2, ensure_ascii=False)) + "\n"
 
 
@@ -165,7 +165,7 @@ def audit_text(report: AuditReport, color: bool = False, width: int | None = Non
     from rich.table import Table
     from rich.text import Text
 
-    from kvlint.output import as_text as findings_as_text
+    from kvlint.report.output import as_text as findings_as_text
 
     buffer = io.StringIO()
     console = Console(

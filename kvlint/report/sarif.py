@@ -10,10 +10,10 @@ import re
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from kvlint import __version__
-from kvlint.baseline import keyed
+from kvlint.report.baseline import keyed
 from kvlint.findings import Finding
 from kvlint.rules import RULES, Rule
-from kvlint.safe_text import json_document, uri_quote, utf8_bytes
+from kvlint.report.safe_text import json_document, uri_quote, utf8_bytes
 
 SARIF_SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 

@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable, Sequence
 
 from kvlint.findings import Finding
-from kvlint.safe_text import json_document, printable
+from kvlint.report.safe_text import json_document, printable
 
 
 def as_text(findings: Sequence[Finding], unsafe: bool = False) -> str:
@@ -186,8 +186,8 @@ def as_github(findings: Sequence[Finding]) -> str:
 
 
 def as_sarif(findings: Sequence[Finding]) -> str:
-    """SARIF 2.1.0 (`kvlint.sarif`, imported when asked for: a hook's start-up need not pay for it)."""
-    from kvlint.sarif import as_sarif as render
+    """SARIF 2.1.0 (`kvlint.report.sarif`, imported when asked for: a hook's start-up need not pay for it)."""
+    from kvlint.report.sarif import as_sarif as render
 
     return render(findings)
 
