@@ -103,7 +103,8 @@ def phases(tree: Path, rounds: int = 5) -> None:
     """The server's steps for one edited text, timed in this process (the index built as the server builds it)."""
     from kvlint.running.collector import collect_garbage_rarely
     from kvlint.config import load_config
-    from kvlint.engine import analyse_prepared, module_name_for, prepare_source
+    from kvlint.engine import analyse_prepared, prepare_source
+    from kvlint.source import module_name_for
     from kvlint.server.analysis import analyse_text
     from kvlint.server.project import IndexedFile, ProjectIndex
 

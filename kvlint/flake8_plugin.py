@@ -95,7 +95,8 @@ class KVLintChecker:
         if config.is_excluded(Path(self.filename)):
             return []
 
-        from kvlint.engine import analyse_prepared, module_name_for, prepare_source
+        from kvlint.engine import analyse_prepared, prepare_source
+        from kvlint.source import module_name_for
         from kvlint.binding.tree_index import TreeIndex
 
         module_name, is_package = module_name_for(Path(self.filename))

@@ -70,7 +70,8 @@ def file_key(path: str) -> FileKey | None:
 
 def analyse_module(path: str, config: Config | ConfigError) -> ModuleAnalysis:
     """Run kvlint's engine on one module file and keep what the hooks look up."""
-    from kvlint.engine import analyse_source, module_name_for  # the engine only where it runs
+    from kvlint.engine import analyse_source  # the engine only where it runs
+    from kvlint.source import module_name_for
 
     key = file_key(path)
     if key is None:
@@ -98,7 +99,7 @@ def analyse_module(path: str, config: Config | ConfigError) -> ModuleAnalysis:
 def _dereferences(findings: tuple[Finding, ...], sites: tuple[Site, ...], data: bytes) -> tuple[Dereference, ...]:
     """Locate the value each KVC001/KVC005 finding dereferences: the `ast` node inside the finding with the
     source text of a dereference site's operand."""
-    from kvlint.engine import SourceError, decode_source, split_lines
+    from kvlint.source import SourceError, decode_source, split_lines
 
     wanted = [finding for finding in findings if finding.code in DEREFERENCE_CODES]
     if not wanted:

@@ -22,7 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvlint.config import Config
-from kvlint.engine import analyse_source, module_name_for
+from kvlint.engine import analyse_source
+from kvlint.source import module_name_for
 from kvlint.fixing.passes import MAX_PASSES, fix_source
 from kvlint.fixing.model import Applicability, Edit, Fix
 from kvlint.rules import RULES

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kvlint.running.cache import _finding_from_json, _finding_to_json
-from kvlint.engine import split_lines
+from kvlint.source import split_lines
 from kvlint.findings import Finding
 from kvlint.fixing.model import Applicability, Edit, Fix, apply_fixes
 

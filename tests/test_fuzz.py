@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kvlint.config import Config
-from kvlint.engine import EVERYTHING, analyse_prepared, prepare_source, split_lines
+from kvlint.engine import EVERYTHING, analyse_prepared, prepare_source
+from kvlint.source import split_lines
 from kvlint.binding.tree_index import TreeIndex
 
 CONFIG = Config()

@@ -9,7 +9,8 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from kvlint.config import Config
-from kvlint.engine import decode_source, prepare_source, reduced_text
+from kvlint.engine import prepare_source, reduced_text
+from kvlint.source import decode_source
 from kvlint.fixing.positions import node_spans
 from tests.conftest import FIXTURES
 from tests.vllm_sources import vllm_tree

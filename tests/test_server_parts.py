@@ -11,7 +11,7 @@ import pytest
 from lsprotocol import types
 
 from kvlint.config import Config, load_config
-from kvlint.engine import split_lines
+from kvlint.source import split_lines
 from kvlint.findings import Finding
 from kvlint.fixing.model import Applicability, Edit, Fix, apply_fixes
 from kvlint.noqa import is_suppressed, noqa_line_mapping

@@ -439,7 +439,8 @@ def _with_unused_noqa(config: Config) -> Config:
 
 def _check_stdin(args: argparse.Namespace) -> int:
     """`kvlint check -`: the source on standard input, named by --stdin-filename (default `-`)."""
-    from kvlint.engine import analyse_source, module_name_for
+    from kvlint.engine import analyse_source
+    from kvlint.source import module_name_for
 
     if len(args.paths) != 1:
         raise _UsageError("`-` (standard input) cannot be combined with other paths")
@@ -466,7 +467,8 @@ def _check_stdin(args: argparse.Namespace) -> int:
     report = analyse_source(data, display, config, module_name=module_name, is_package=is_package)
     findings = list(report.findings)
     if args.report_unused_noqa:
-        from kvlint.engine import analyse_prepared, decode_source, prepare_source
+        from kvlint.engine import analyse_prepared, prepare_source
+        from kvlint.source import decode_source
         from kvlint.binding.tree_index import TreeIndex
         from kvlint.running.unused_noqa import unused_noqa_in_text
 
@@ -492,7 +494,7 @@ def _fix_stdin(
 ) -> int:
     """`kvlint check --fix -`: the fixed source on stdout (every byte of it when nothing is fixed), the
     remaining findings on stderr; `--diff -`: the diff on stdout."""
-    from kvlint.engine import SourceError, decode_source
+    from kvlint.source import SourceError, decode_source
     from kvlint.fixing.files import encode_like, unified_diff
     from kvlint.fixing.passes import fix_source
 

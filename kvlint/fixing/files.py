@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kvlint.config import Config
-from kvlint.engine import SourceError, _coding_cookie, decode_source, module_name_for
+from kvlint.source import SourceError, coding_cookie, decode_source, module_name_for
 from kvlint.findings import Finding
 from kvlint.fixing.passes import FixOutcome, fix_source
 from kvlint.binding.tree_index import TreeIndex
@@ -74,7 +74,7 @@ def fix_file(display_path: str, config: Config, index: TreeIndex, unsafe: bool, 
 
 def encode_like(original: bytes, text: str) -> bytes:
     """Encode `text` as `original` was: its coding cookie's encoding, its UTF-8 byte order mark."""
-    cookie = _coding_cookie(original)
+    cookie = coding_cookie(original)
     encoding = codecs.lookup(cookie).name if cookie else "utf-8"
     bom = codecs.BOM_UTF8 if original.startswith(codecs.BOM_UTF8) else b""
     return bom + text.encode(encoding)

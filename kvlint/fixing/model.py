@@ -70,7 +70,7 @@ def _offset(starts: Sequence[int], line: int, column: int) -> int:
 def apply_fixes(text: str, lines: Sequence[str], fixes: Iterable[Fix]) -> tuple[str, list[Fix]]:
     """Apply the fixes whose edits overlap no edit applied before them; return the new text and those applied.
 
-    `lines` is `text` split as the tokenizer splits it (`engine.split_lines`). Two fixes that make
+    `lines` is `text` split as the tokenizer splits it (`source.split_lines`). Two fixes that make
     the same edit (the same import, say) both count as applied and the edit is made once.
     """
     starts = line_offsets(lines)

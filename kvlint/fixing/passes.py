@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kvlint.config import Config
-from kvlint.engine import analyse_prepared, prepare_source, split_lines
+from kvlint.engine import analyse_prepared, prepare_source
+from kvlint.source import split_lines
 from kvlint.findings import Finding
 from kvlint.fixing.model import Fix, apply_fixes
 from kvlint.binding.tree_index import TreeIndex

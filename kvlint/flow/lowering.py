@@ -23,7 +23,7 @@ def lower_newer_syntax(text: str) -> str | None:
     """`text` with its newer syntax lowered, or None when libcst cannot parse it either."""
     import libcst as cst
 
-    from kvlint.engine import split_lines
+    from kvlint.source import split_lines
     from kvlint.fixing.positions import node_spans
 
     try:

@@ -83,7 +83,7 @@ def _indent(line: str) -> int:
 
 
 def _read_lines(path: str) -> list[str] | None:
-    from kvlint.engine import decode_source, split_lines
+    from kvlint.source import decode_source, split_lines
 
     try:
         return split_lines(decode_source(_read_regular_file(Path(path))))

@@ -23,9 +23,9 @@ from kvlint.engine import (
     PreparedFile,
     analyse_prepared,
     encoding_problem,
-    module_name_for,
     prepare_source,
 )
+from kvlint.source import module_name_for
 from kvlint.byte_scan import mentions_any
 from kvlint.findings import Finding
 from kvlint.rules import INTERNAL_ERROR, UNREADABLE

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from kvlint.config import Config
 from kvlint.running.discovery import SourceFile, UnreadablePath, iter_python_files, read_source
-from kvlint.engine import decode_source, split_lines
+from kvlint.source import decode_source, split_lines
 from kvlint.findings import Finding
 from kvlint.noqa import NOQA_INLINE_REGEXP, noqa_codes, noqa_line_mapping
 from kvlint.rules import UNUSED_NOQA

@@ -29,7 +29,8 @@ from kvlint.running.discovery import (
     iter_python_files,
     read_source,
 )
-from kvlint.engine import PreparedFile, module_name_for, prepare_source
+from kvlint.engine import PreparedFile, prepare_source
+from kvlint.source import module_name_for
 from kvlint.running.runner import build_index, caller_names
 from kvlint.binding.tree_index import TreeIndex, word_mentions
 
