@@ -32,7 +32,7 @@ from kvlint.findings import Finding
 from kvlint.fixing.model import line_offsets
 from kvlint.byte_scan import distinct_needles, mentions_any
 from kvlint.binding.annotations import AnnotationKind, classify_annotation
-from kvlint.markers import misplaced_markers
+from kvlint.binding.markers import misplaced_markers
 from kvlint.binding.names import ImportTable, first_line, walk_statements
 from kvlint.noqa import is_suppressed, noqa_line_mapping
 from kvlint.rules import INTERNAL_ERROR, RULES, SYNTAX_ERROR, INEFFECTIVE_MARKER, site_rules
@@ -490,7 +490,7 @@ def _marker_findings(
     markers: dict[Span, tuple[str, tuple[str, ...], str]], prepared: PreparedFile, config: Config
 ) -> Iterable[Finding]:
     """KVC101 for each marker that names what is no invariant of `config`, and for each that is on no `def`'s
-    header (`kvlint.markers`)."""
+    header (`kvlint.binding.markers`)."""
     configured = ", ".join(invariant.name for invariant in config.invariants.invariants) or "none"
     for span, (marker, unknown, function) in markers.items():
         names = " and ".join(", ".join(f"`{name}`" for name in unknown).rsplit(", ", 1))

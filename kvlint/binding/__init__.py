@@ -1,1 +1,2 @@
-"""The binder: what each file declares, the tree index over them, import resolution and annotation spellings."""
+"""The binder: what each file declares (with its connector-path markers), the tree index over them, import
+resolution and annotation spellings."""

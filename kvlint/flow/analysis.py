@@ -25,7 +25,7 @@ from kvlint.flow.state import (
 from kvlint.flow.statements import Statements
 from kvlint.flow.source import SourceText
 from kvlint.flow.syntax import FUNCTIONS, SCOPES, dotted_name, parameters
-from kvlint.markers import CONNECTOR_PATH_MARKER
+from kvlint.binding.markers import CONNECTOR_PATH_MARKER
 from kvlint.binding.names import ImportTable, matches
 from kvlint.sites import Site, SiteKind, Span
 from kvlint.binding.tree_index import TreeIndex

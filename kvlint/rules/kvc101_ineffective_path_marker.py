@@ -1,7 +1,7 @@
 """KVC101: a `# kvlint: connector-path` marker that marks nothing.
 
 No site predicate: the flow analysis reads each `def`'s marker when it enters the function and
-keeps the names no invariant has (`FlowAnalysis.unknown_markers`); `kvlint.markers` finds the
+keeps the names no invariant has (`FlowAnalysis.unknown_markers`); `kvlint.binding.markers` finds the
 markers written where no `def`'s header is. The engine reports both.
 """
 
