@@ -419,8 +419,8 @@ def _with_fixes(
 
     invariants_at: dict[object, set[str]] = {}
     for finding in findings:
-        site, _ = judged[finding]
-        if finding.code in ("KVC002", "KVC006") and site.span is not None:
+        site, rule = judged[finding]
+        if rule.fix_rewrites_return and site.span is not None:
             invariants_at.setdefault(site.span, set()).add(site.invariant)
     context.shared_returns = {span for span, names in invariants_at.items() if len(names) > 1}  # type: ignore[misc]
     fixed = []
@@ -491,16 +491,15 @@ def _marker_findings(
 ) -> Iterable[Finding]:
     """KVC101 for each marker that names what is no invariant of `config`, and for each that is on no `def`'s
     header (`kvlint.binding.markers`)."""
-    configured = ", ".join(invariant.name for invariant in config.invariants.invariants) or "none"
+    from kvlint.rules.kvc101_ineffective_path_marker import misplaced_message, unknown_invariants_message
+
+    configured = [invariant.name for invariant in config.invariants.invariants]
     for span, (marker, unknown, function) in markers.items():
-        names = " and ".join(", ".join(f"`{name}`" for name in unknown).rsplit(", ", 1))
-        message = (f"`{marker}` names {names}, but this configuration's invariants are {configured}: the function "
-                   f"is on no connector path for {'it' if len(unknown) == 1 else 'them'}")
+        message = unknown_invariants_message(marker, unknown, configured)
         yield Finding(prepared.display_path, span.line, span.column, INEFFECTIVE_MARKER, message,
                       span.end_line, span.end_column, function=function, source_line=_source_line(prepared, span.line))
     for line, column, end_column, marker in misplaced_markers(prepared.text):
-        message = (f"`{marker}` is not on a `def` line, so it marks nothing: put it on the line of the `def` (or of "
-                   "the `):` that ends its signature)")
+        message = misplaced_message(marker)
         yield Finding(prepared.display_path, line, column, INEFFECTIVE_MARKER, message, line, end_column,
                       source_line=_source_line(prepared, line))
 

@@ -236,6 +236,7 @@ def merge(outputs):
     options=("optional-fields", "payload-class", "optional-contexts"),
     check=check,
     fix=fix,
+    mypy_dereference=DerefTarget.CONNECTOR_OUTPUT,
     fix_doc=(
         "Unsafe: every form skips work, or yields None, where the code used to raise, and only you know what "
         "the None case should do. A guard matched to the context of the dereferenced name or attribute chain "

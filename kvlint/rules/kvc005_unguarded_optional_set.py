@@ -81,6 +81,7 @@ def release(kvo: KVConnectorOutput):
     options=("payload-class", "payload-optional-fields"),
     check=check,
     fix=fix,
+    mypy_dereference=DerefTarget.PAYLOAD_FIELD,
     fix_doc=(
         "Safe. The use becomes `(field or ())` (iteration, `in`, `len()`, `*` unpacking, a function that iterates "
         "its argument) or `(field or set())` (beside a set operator). A None payload field means \"nothing "
