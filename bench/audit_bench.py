@@ -177,7 +177,7 @@ def main() -> int:
     parser.add_argument("--phases", action="store_true", help="also time kvlint's steps in-process")
     args = parser.parse_args()
 
-    from tests.vllm_sources import vllm_tree
+    from tests.support.vllm_sources import vllm_tree
 
     tree = vllm_tree(args.version)
     cache_dir = Path(tempfile.mkdtemp(prefix="kvlint-bench-cache-"))

@@ -1,8 +1,8 @@
 """How long after a one-line edit do the diagnostics arrive in the editor? (issue 13)
 
 Starts `kvlint server` on the newest vLLM release's tree (0.33.0, from the test
-suite's source cache: `tests/vllm_sources.py`) through the same LSP client the
-end-to-end tests use (`tests/lsp_session.py`, pygls' client over stdio), opens
+suite's source cache: `tests/support/vllm_sources.py`) through the same LSP client the
+end-to-end tests use (`tests/support/lsp_session.py`, pygls' client over stdio), opens
 its largest runner file, `vllm/v1/worker/gpu_model_runner.py` (7,192 lines),
 waits until the workspace's tree index is built and the file re-checked
 against it, then makes one-line edits inside `execute_model`, a function the
@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from lsprotocol import types  # noqa: E402
 
-from tests.lsp_session import Session  # noqa: E402
-from tests.vllm_sources import vllm_tree  # noqa: E402
+from tests.support.lsp_session import Session  # noqa: E402
+from tests.support.vllm_sources import vllm_tree  # noqa: E402
 
 RELEASE = "0.33.0"
 RUNNER = "vllm/v1/worker/gpu_model_runner.py"

@@ -9,7 +9,7 @@ import pytest
 
 from kvlint.config import Config
 from kvlint.running.runner import run
-from tests.vllm_sources import vllm_tree
+from tests.support.vllm_sources import vllm_tree
 
 pytestmark = pytest.mark.vllm
 

@@ -15,7 +15,7 @@ from kvlint.report.audit import build_audit
 from kvlint.config import Config, kv_overrides
 from kvlint.running.runner import run
 from tests.test_audit import _grep  # reads and writes of a field, by grep
-from tests.vllm_sources import vllm_tree
+from tests.support.vllm_sources import vllm_tree
 
 pytestmark = pytest.mark.vllm
 

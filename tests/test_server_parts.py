@@ -317,7 +317,7 @@ def test_on_vllm_every_buffer_is_reported_as_kvlint_check_reports_its_file(
     and the callers of Optional-returning functions), opened as a buffer, gets exactly its file's findings."""
     from kvlint.byte_scan import mentions_any
     from kvlint.server.project import caller_names
-    from tests.vllm_sources import vllm_tree
+    from tests.support.vllm_sources import vllm_tree
 
     root = vllm_tree(release)
     monkeypatch.chdir(root)

@@ -4,7 +4,7 @@
 metadata), so the archive is fetched without pip: its URL comes from the simple index
 (PEP 691 JSON) pip is configured with, its sha256 is checked against the index's, and
 only the `.py` files of those four directories are extracted into the cache shared with
-`tests/vllm_sources.py` (`KVLINT_TEST_CACHE`). Never committed.
+`tests/support/vllm_sources.py` (`KVLINT_TEST_CACHE`). Never committed.
 
 Under `CI=true` a failed download fails the test; elsewhere it skips with the reason.
 """
@@ -21,7 +21,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path, PurePosixPath
 
-from tests.vllm_sources import CACHE, _unavailable
+from tests.support.vllm_sources import CACHE, _unavailable
 
 DIRECTORIES = ("tests", "examples", "benchmarks", "tools")
 DEFAULT_INDEX = "https://pypi.org/simple"

@@ -16,7 +16,7 @@ from kvlint.config import Config
 from kvlint.running.private_dir import PrivateDir
 from kvlint.running.runner import run
 from tests.conftest import FIXTURES, run_kvlint
-from tests.second_user import OTHER_GID, OTHER_UID, as_other_user, shared_directory
+from tests.support.second_user import OTHER_GID, OTHER_UID, as_other_user, shared_directory
 
 CANARY = (FIXTURES / "nasty" / "canary.py").read_text()
 FINDING = "canary.py:3:12: KVC001"

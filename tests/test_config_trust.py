@@ -10,7 +10,7 @@ import pytest
 
 from kvlint.config import find_config_file
 from tests.conftest import FIXTURES, run_kvlint
-from tests.second_user import OTHER_GID, OTHER_UID
+from tests.support.second_user import OTHER_GID, OTHER_UID
 
 CANARY = (FIXTURES / "nasty" / "canary.py").read_text()
 FINDING = "canary.py:3:12: KVC001"

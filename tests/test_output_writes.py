@@ -17,7 +17,7 @@ import pytest
 
 from kvlint.atomic import write_output
 from tests.conftest import FIXTURES, ROOT, run_kvlint
-from tests.second_user import OTHER_GID, OTHER_UID, kvlint_as_other_user, shared_directory
+from tests.support.second_user import OTHER_GID, OTHER_UID, kvlint_as_other_user, shared_directory
 
 CANARY = (FIXTURES / "nasty" / "canary.py").read_text()
 FINDING = "canary.py:3:12: KVC001"

@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from tests.vllm_sdist import vllm_sdist_tree
+from tests.support.vllm_sdist import vllm_sdist_tree
 from tests.test_real_plugins import PLUGINS
-from tests.vllm_sources import CACHE, plugin_tree, vllm_tree
+from tests.support.vllm_sources import CACHE, plugin_tree, vllm_tree
 
 WHEELS = ("0.10.1", "0.13.0", "0.20.0", "0.24.0", "0.33.0")  # every release a test reads through `vllm_tree`
 SDISTS = ("0.33.0",)  # every release a test reads through `vllm_sdist_tree`

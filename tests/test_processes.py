@@ -17,10 +17,10 @@ import pytest
 from kvlint.running import runner, worker_pool
 from kvlint.config import Config
 from tests.conftest import FIXTURES, ROOT, run_kvlint
-from tests.second_user import kvlint_as_other_user, shared_directory
-from tests.vllm_sources import vllm_tree
+from tests.support.second_user import kvlint_as_other_user, shared_directory
+from tests.support.vllm_sources import vllm_tree
 
-NEWEST = "0.33.0"  # the newest release the tests fetch (tests/fetch_sources.py)
+NEWEST = "0.33.0"  # the newest release the tests fetch (tests/support/fetch_sources.py)
 CANARY = (FIXTURES / "nasty" / "canary.py").read_text()
 
 

@@ -1,7 +1,7 @@
 """Audit formats: golden outputs on the fixture tree, SARIF against the official schema, graph well-formedness.
 
 Regenerate the golden files after an intended change with
-`KVLINT_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_report_formats.py` and review the diff.
+`KVLINT_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_audit_formats.py` and review the diff.
 """
 
 from __future__ import annotations
