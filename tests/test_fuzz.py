@@ -148,8 +148,9 @@ def check_every_face(source: str) -> None:
     from kvlint.report.audit import build_audit
     from kvlint.engine import analyse_source
     from kvlint.flake8_plugin import KVLintChecker
-    from kvlint.report.output import FORMATS
-    from kvlint.report.audit_formats import AUDIT_FORMATS
+    from kvlint.report.formats import audit_renderers, check_renderers
+
+    FORMATS, AUDIT_FORMATS = check_renderers(), audit_renderers()
     from kvlint.running.runner import RunResult
 
     report = analyse_source(source, "fuzzed.py", CONFIG)

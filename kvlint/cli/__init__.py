@@ -27,14 +27,11 @@ from kvlint.cli.shared import (
     _UsageError,
 )
 from kvlint.config import ALL_CODES
-from kvlint.report.output import FORMATS
+from kvlint.report.formats import AUDIT_FORMAT_NAMES, CHECK_FORMAT_NAMES
 from kvlint.running.collector import collect_garbage_rarely
 
-# `kvlint audit --format`: the keys of `report_formats.AUDIT_FORMATS`, which `check` need not import
-AUDIT_FORMAT_NAMES = ("text", "json", "markdown", "sarif", "mermaid", "dot")
-
-__all__ = ["CACHE_DIR_ENV", "EXIT_CLEAN", "EXIT_FINDINGS", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "EXIT_USAGE",
-           "build_parser", "main"]
+__all__ = ["AUDIT_FORMAT_NAMES", "CACHE_DIR_ENV", "EXIT_CLEAN", "EXIT_FINDINGS", "EXIT_INTERRUPTED", "EXIT_TERMINATED",
+           "EXIT_USAGE", "build_parser", "main"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -47,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     check = commands.add_parser("check", help="report findings in files or directories (the pre-commit hook)")
-    check.add_argument("--format", "--output-format", dest="format", choices=sorted(FORMATS), default="text",
+    check.add_argument("--format", "--output-format", dest="format", choices=sorted(CHECK_FORMAT_NAMES),
+                       default="text",
                        help="output format (default: text); --output-format is ruff's spelling")
     check.add_argument("--quiet", "-q", action="store_true",
                        help="text: print the findings only, without the summary line and warnings")

@@ -26,7 +26,8 @@ def _audit(args: argparse.Namespace) -> int:
     import shutil
 
     from kvlint.report.audit import build_audit
-    from kvlint.report.audit_formats import ProgressBar, audit_text
+    from kvlint.report.progress import ProgressBar
+    from kvlint.report.text import audit_text
     from kvlint.running.runner import run
 
     config = _load_for_run(args)
@@ -47,13 +48,13 @@ def _audit(args: argparse.Namespace) -> int:
         width = shutil.get_terminal_size().columns if terminal else None
         text = audit_text(report, color=color, width=width)
     elif args.format == "markdown":
-        from kvlint.report.audit_formats import audit_markdown, github_base_url
+        from kvlint.report.markdown import audit_markdown, github_base_url
 
         text = audit_markdown(report, base_url=args.base_url or github_base_url(os.environ))
     else:
-        from kvlint.report.audit_formats import AUDIT_FORMATS
+        from kvlint.report.formats import audit_renderer
 
-        text = AUDIT_FORMATS[args.format](report)
+        text = audit_renderer(args.format)(report)
     _emit(args.output, text)
     if args.verbose:
         _print_tracebacks(result)

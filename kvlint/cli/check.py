@@ -26,7 +26,7 @@ from kvlint.cli.shared import (
     _warn_if_nothing_found,
 )
 from kvlint.config import Config, ConfigError, load_config
-from kvlint.report.output import FORMATS
+from kvlint.report.formats import check_renderer
 from kvlint.report.safe_text import printable
 
 if TYPE_CHECKING:
@@ -218,7 +218,8 @@ def _fix_stdin(
 
 def _check_report(args: argparse.Namespace, findings: list, fixed: int | None = None) -> str:  # type: ignore[type-arg]
     """The text of `kvlint check`'s report in the chosen format (`fixed`: how many --fix repaired)."""
-    from kvlint.report.output import as_text_report, statistics_json, statistics_text
+    from kvlint.report.json import statistics_json
+    from kvlint.report.text import as_text_report, statistics_text
 
     color = _use_color(args.color, args.output) if args.format == "text" else False
     if args.statistics:
@@ -230,4 +231,4 @@ def _check_report(args: argparse.Namespace, findings: list, fixed: int | None = 
     if args.format == "text":
         return as_text_report(findings, color=color, show_source=args.show_source, summary=not args.quiet,
                               unsafe=args.unsafe_fixes, fixed=fixed)
-    return FORMATS[args.format](findings)
+    return check_renderer(args.format)(findings)

@@ -23,7 +23,7 @@ from kvlint import __version__
 from kvlint.config import Config
 from kvlint.findings import Finding
 from kvlint.invariants import EMPTY_OUTPUT_POLICIES, Invariant
-from kvlint.report.output import finding_record
+from kvlint.report.json import finding_record
 from kvlint.rules import RULES
 from kvlint.running.runner import RunResult
 from kvlint.sites import DerefTarget, SentinelUseKind, Site, SiteKind

@@ -10,7 +10,7 @@ carry. Each format says such a name its own way:
   `\\udcNN`, so the document is valid UTF-8 and decodes back (Python's
   `json.loads` then `os.fsencode`) to the exact bytes; SARIF URIs
   percent-encode the bytes (`uri_quote`);
-- markdown and mermaid escape backticks and line breaks (`kvlint.report.audit_formats`).
+- markdown and mermaid escape backticks and line breaks (`kvlint.report.markdown`, `kvlint.report.mermaid`).
 """
 
 from __future__ import annotations

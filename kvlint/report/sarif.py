@@ -9,11 +9,16 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
 from kvlint import __version__
 from kvlint.report.baseline import keyed
 from kvlint.findings import Finding
 from kvlint.rules import RULES, Rule
 from kvlint.report.safe_text import json_document, uri_quote, utf8_bytes
+
+if TYPE_CHECKING:
+    from kvlint.report.audit import AuditReport
 
 SARIF_SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 
@@ -130,3 +135,8 @@ def as_sarif_with_summary(findings: Sequence[Finding], summary: object) -> str:
     """Findings as SARIF with an audit's inventory counts as run properties (`kvlint audit --format sarif`)."""
     document = json.dumps(sarif_log(findings, {"kvlintAuditSummary": summary}), indent=2, ensure_ascii=False)
     return json_document(document) + "\n"
+
+
+def audit_sarif(report: AuditReport) -> str:
+    """The audit's findings as SARIF, with the inventory's counts as run properties."""
+    return as_sarif_with_summary(report.findings, report.to_json()["summary"])
