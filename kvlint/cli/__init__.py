@@ -245,5 +245,3 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--baseline", type=Path, metavar="FILE", help="report only findings FILE does not record")
     group.add_argument("--write-baseline", type=Path, metavar="FILE",
                        help="record every current finding in FILE; none is then reported")
-
-

@@ -140,7 +140,6 @@ def audit_text(report: AuditReport, color: bool = False, width: int | None = Non
     from rich.table import Table
     from rich.text import Text
 
-
     buffer = io.StringIO()
     console = Console(
         file=buffer, width=width or TEXT_WIDTH, force_terminal=color, color_system="auto" if color else None,
