@@ -48,6 +48,10 @@ def mapped_modules() -> tuple[set[Path], list[str]]:
                 missing.append(path)
             elif path.endswith("/"):
                 for word in _CODE.findall(holds):
+                    if "*" in word and word.endswith(".py") and "/" not in word:  # a family of modules, e.g. rules
+                        matched = set(target.glob(word))
+                        named |= matched
+                        missing += [] if matched else [f"{path}{word}"]
                     if not _IDENTIFIER.match(word):
                         continue
                     module = target / f"{word}.py"
