@@ -116,11 +116,11 @@ def phases(tree: Path) -> list[tuple[str, float]]:
     """Where kvlint's time goes: the runner's and engine's steps timed in-process with one job."""
     from collections import defaultdict
 
-    import kvlint.discovery
+    import kvlint.running.discovery
     import kvlint.engine
     import kvlint.flow
-    import kvlint.runner
-    from kvlint.collector import collect_garbage_rarely
+    import kvlint.running.runner
+    from kvlint.running.collector import collect_garbage_rarely
     from kvlint.config import Config
 
     spent: defaultdict[str, float] = defaultdict(float)
@@ -143,13 +143,13 @@ def phases(tree: Path) -> list[tuple[str, float]]:
         setattr(owner, name, timed)
         labels.append(label)
 
-    wrap(kvlint.runner, "read_source", "read every file")
-    wrap(kvlint.runner, "_is_relevant", "byte scan of every file for the configured names")
+    wrap(kvlint.running.runner, "read_source", "read every file")
+    wrap(kvlint.running.runner, "_is_relevant", "byte scan of every file for the configured names")
     parse_in_analysis = "  of which ast.parse of the relevant units"
-    wrap(kvlint.runner, "_prepare", "prepare: decode, ast.parse, import table, index entries")
+    wrap(kvlint.running.runner, "_prepare", "prepare: decode, ast.parse, import table, index entries")
     wrap(kvlint.engine, "_parse_ast", "  of which ast.parse of the file", {"_analyse": parse_in_analysis})
-    wrap(kvlint.runner, "build_index", "tree index, and the scan of skipped files for its callers")
-    wrap(kvlint.runner, "_analyse", "analyse: flow, rules (in a thread with a large stack)")
+    wrap(kvlint.running.runner, "build_index", "tree index, and the scan of skipped files for its callers")
+    wrap(kvlint.running.runner, "_analyse", "analyse: flow, rules (in a thread with a large stack)")
     wrap(kvlint.engine, "reduced_text", "  of which reduced_text")
     labels.append(parse_in_analysis)
     wrap(kvlint.flow.FlowAnalysis, "run", "  of which flow analysis")
@@ -158,7 +158,7 @@ def phases(tree: Path) -> list[tuple[str, float]]:
     os.chdir(tree)
     try:
         started = time.perf_counter()
-        kvlint.runner.run([Path("vllm")], Config(), jobs=1)
+        kvlint.running.runner.run([Path("vllm")], Config(), jobs=1)
         total = time.perf_counter() - started
     finally:
         os.chdir(previous)
@@ -177,7 +177,7 @@ def main() -> int:
     parser.add_argument("--phases", action="store_true", help="also time kvlint's steps in-process")
     args = parser.parse_args()
 
-    from tests.vllm_sources import vllm_tree
+    from tests.support.vllm_sources import vllm_tree
 
     tree = vllm_tree(args.version)
     cache_dir = Path(tempfile.mkdtemp(prefix="kvlint-bench-cache-"))

@@ -58,7 +58,7 @@ def main() -> int:
                         help="count each audit's instructions once under callgrind (valgrind) instead of timing")
     args = parser.parse_args()
 
-    from tests.vllm_sources import vllm_tree
+    from tests.support.vllm_sources import vllm_tree
 
     tree = vllm_tree(args.version)
     with tempfile.TemporaryDirectory(prefix="kvlint-bench-") as scratch:

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.test_mypy_plugin import venv_dir  # noqa: E402
-from tests.vllm_sources import vllm_tree  # noqa: E402
+from tests.support.vllm_sources import vllm_tree  # noqa: E402
 
 FILES = (
     "vllm/v1/worker/gpu_worker.py",

@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.vllm_sources import CACHE, vllm_tree  # noqa: E402
+from tests.support.vllm_sources import CACHE, vllm_tree  # noqa: E402
 
 FLAKE8_PACKAGES = ("flake8", "pycodestyle", "pyflakes", "mccabe")
 SINGLE_FILE_TARGET = 1.5

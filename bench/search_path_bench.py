@@ -37,7 +37,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from tests.test_real_plugins import TPU_INFERENCE
-    from tests.vllm_sources import plugin_tree, vllm_tree
+    from tests.support.vllm_sources import plugin_tree, vllm_tree
 
     plugin, vllm = plugin_tree(TPU_INFERENCE), vllm_tree(args.vllm)
     audit = [sys.executable, "-m", "kvlint", "audit", TPU_INFERENCE.package, "--format", "json", "--quiet",

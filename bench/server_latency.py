@@ -1,8 +1,8 @@
 """How long after a one-line edit do the diagnostics arrive in the editor? (issue 13)
 
 Starts `kvlint server` on the newest vLLM release's tree (0.33.0, from the test
-suite's source cache: `tests/vllm_sources.py`) through the same LSP client the
-end-to-end tests use (`tests/lsp_session.py`, pygls' client over stdio), opens
+suite's source cache: `tests/support/vllm_sources.py`) through the same LSP client the
+end-to-end tests use (`tests/support/lsp_session.py`, pygls' client over stdio), opens
 its largest runner file, `vllm/v1/worker/gpu_model_runner.py` (7,192 lines),
 waits until the workspace's tree index is built and the file re-checked
 against it, then makes one-line edits inside `execute_model`, a function the
@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from lsprotocol import types  # noqa: E402
 
-from tests.lsp_session import Session  # noqa: E402
-from tests.vllm_sources import vllm_tree  # noqa: E402
+from tests.support.lsp_session import Session  # noqa: E402
+from tests.support.vllm_sources import vllm_tree  # noqa: E402
 
 RELEASE = "0.33.0"
 RUNNER = "vllm/v1/worker/gpu_model_runner.py"
@@ -101,9 +101,10 @@ def _peak_rss_mib(pid: int) -> float:
 
 def phases(tree: Path, rounds: int = 5) -> None:
     """The server's steps for one edited text, timed in this process (the index built as the server builds it)."""
-    from kvlint.collector import collect_garbage_rarely
+    from kvlint.running.collector import collect_garbage_rarely
     from kvlint.config import load_config
-    from kvlint.engine import analyse_prepared, module_name_for, prepare_source
+    from kvlint.engine import analyse_prepared, prepare_source
+    from kvlint.source import module_name_for
     from kvlint.server.analysis import analyse_text
     from kvlint.server.project import IndexedFile, ProjectIndex
 

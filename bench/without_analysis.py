@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import kvlint.cli as cli  # noqa: E402 - after the path set-up above
 import kvlint.engine as engine  # noqa: E402
-import kvlint.runner as runner  # noqa: E402
+import kvlint.running.runner as runner  # noqa: E402
 
 
 def main() -> int:

@@ -709,7 +709,8 @@ def _toml_value(value: object, table: bool = False) -> str:
     return "[" + ", ".join(_toml_value(item) for item in value) + "]"
 
 
-def describe(config: Config, command_line: Mapping[str, str] = {}, path: Path | None = None) -> str:
+def describe(config: Config, command_line: Mapping[str, str] = {}, path: Path | None = None,
+             search_path: Sequence[Path] | None = None) -> str:
     """The effective configuration as a `[tool.kvlint]` table, each key marked with where it came from.
 
     `command_line` maps keys the command line overrode to the option that did; `path`, a file,
@@ -730,7 +731,9 @@ def describe(config: Config, command_line: Mapping[str, str] = {}, path: Path | 
         else:
             test = "a test file, but test-ignore is empty" if config.is_test_file(path) else "not a test file"
             lines.append(f"# {display_path(path)} is {test}")
-    lines.append(f"# imported modules are looked up in: {_search_path_text(config)}")
+    if search_path is not None:
+        shown = ", ".join(display_path(directory) for directory in search_path) or "nothing beyond the files checked"
+        lines.append(f"# imported modules are looked up in: {shown}")
     lines.append("[tool.kvlint]")
     for key in DISPLAY_ORDER:
         value = getattr(config, key.replace("-", "_"))
@@ -759,15 +762,6 @@ def describe(config: Config, command_line: Mapping[str, str] = {}, path: Path | 
                 where = preset
             lines.append(f"{key} = {_toml_value(getattr(invariant, name))}  # {where}")
     return "\n".join(lines) + "\n"
-
-
-def _search_path_text(config: Config) -> str:
-    """The directories a run with `config` from here looks imported modules up in, after its own files'."""
-    from kvlint.module_resolution import search_path_for
-
-    root = project_root(Path(config._root()))
-    search = search_path_for((), [Path(p) for p in config.search_path], config.python or None, root)
-    return ", ".join(display_path(path) for path in search.roots) or "nothing beyond the files checked"
 
 
 @dataclass

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import bisect
-import codecs
 import dataclasses
 import functools
 import os
@@ -21,7 +20,6 @@ import re
 import sys
 import threading
 import traceback
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -30,19 +28,20 @@ from typing import TYPE_CHECKING
 
 from kvlint.config import Config
 from kvlint.findings import Finding
-from kvlint.fixes import line_offsets
+from kvlint.fixing.model import line_offsets
 from kvlint.byte_scan import distinct_needles, mentions_any
-from kvlint.annotations import AnnotationKind, classify_annotation
-from kvlint.markers import misplaced_markers
-from kvlint.names import ImportTable, first_line, walk_statements
+from kvlint.binding.annotations import AnnotationKind, classify_annotation
+from kvlint.binding.markers import misplaced_markers
+from kvlint.binding.names import ImportTable, first_line, walk_statements
 from kvlint.noqa import is_suppressed, noqa_line_mapping
 from kvlint.rules import INTERNAL_ERROR, RULES, SYNTAX_ERROR, INEFFECTIVE_MARKER, site_rules
 from kvlint.sites import Site, Span
-from kvlint.declarations import Declaration, module_declarations
-from kvlint.tree_index import TreeIndex
+from kvlint.source import SourceError, decode_source, parse_source, reject_nul, split_lines
+from kvlint.binding.declarations import Declaration, module_declarations
+from kvlint.binding.tree_index import TreeIndex
 
 if TYPE_CHECKING:
-    from kvlint.fix_context import FixContext
+    from kvlint.fixing.context import FixContext
     from kvlint.rules.rule import Rule
 
 MAX_FILE_BYTES = 8 * 2**20  # 16x vLLM's largest file; analysed in linear time (bench/large_file_bench.py)
@@ -50,17 +49,6 @@ MAX_FALLBACK_BRACKET_DEPTH = 100
 ANALYSIS_STACK_BYTES = 256 * 1024 * 1024  # the flow analysis recurses on expression depth
 ANALYSIS_RECURSION_LIMIT = 20_000
 EVERYTHING = ("",)  # extra names under which every file and every unit is relevant (fuzzing, corpus runs)
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
-
-
-class SourceError(Exception):
-    """The file cannot be decoded or parsed; carries a one-line message and a position."""
-
-    def __init__(self, message: str, line: int = 1, column: int = 0):
-        super().__init__(message)
-        self.message = message
-        self.line = max(line, 1)
-        self.column = max(column, 0)
 
 
 @dataclass
@@ -94,86 +82,10 @@ class FileReport:
     traceback: str = ""  # for KVC902, shown with --verbose
 
 
-def split_lines(text: str) -> list[str]:
-    """Split like Python's tokenizer: only \\r\\n, \\r and \\n end a line (not \\f or \\x1c)."""
-    return _LINE.findall(text)
-
-
-def decode_source(data: bytes) -> str:
-    """Decode source bytes as Python does (BOM, coding cookie, UTF-8 default)."""
-    for bom, name in (
-        (codecs.BOM_UTF32_LE, "UTF-32"),
-        (codecs.BOM_UTF32_BE, "UTF-32"),
-        (codecs.BOM_UTF16_LE, "UTF-16"),
-        (codecs.BOM_UTF16_BE, "UTF-16"),
-    ):
-        if data.startswith(bom):
-            raise SourceError(
-                f"cannot decode: {name} (byte order mark); Python source must be UTF-8 "
-                "or an ASCII-compatible encoding named in a coding cookie"
-            )
-    _reject_nul(data)
-    encoding = "utf-8-sig" if data.startswith(codecs.BOM_UTF8) else "utf-8"
-    cookie = _coding_cookie(data)
-    if cookie is not None:
-        try:
-            encoding = codecs.lookup(cookie).name
-        except LookupError:
-            raise SourceError(f"cannot decode: unknown encoding {cookie!r} in the coding cookie") from None
-        if data.startswith(codecs.BOM_UTF8) and encoding != "utf-8":
-            raise SourceError(f"cannot decode: a UTF-8 byte order mark with a {cookie!r} coding cookie")
-        if encoding == "utf-8" and data.startswith(codecs.BOM_UTF8):
-            encoding = "utf-8-sig"
-    try:
-        text = data.decode(encoding)
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1)
-        name = "utf-8" if encoding == "utf-8-sig" else encoding
-        raise SourceError(f"cannot decode as {name}: {exc.reason} at byte {exc.start}", line, column) from None
-    return text
-
-
-_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
-
-
-def _coding_cookie(data: bytes) -> str | None:
-    """Return the PEP 263 coding cookie of the first two lines, as CPython finds it."""
-    lines = data.split(b"\n", 2)[:2]
-    for number, line in enumerate(lines):
-        match = _COOKIE.match(line)
-        if match:
-            return match.group(1).decode("ascii", "replace")
-        if number == 0 and not re.match(rb"^[ \t\f]*(?:[#\r]|$)", line):
-            break  # the cookie may sit on line 2 only when line 1 is blank or a comment
-    return None
-
-
-def _reject_nul(source: bytes | str) -> None:
-    """Raise KVC900's NUL byte error, positioned at the first NUL, if there is one."""
-    nul, newline = (source.find(b"\0"), b"\n") if isinstance(source, bytes) else (source.find("\0"), "\n")
-    if nul >= 0:
-        line = source.count(newline, 0, nul) + 1  # type: ignore[arg-type]
-        column = nul - (source.rfind(newline, 0, nul) + 1)  # type: ignore[arg-type]
-        raise SourceError("cannot parse: source contains a NUL byte", line, column)
-
-
 def _checked_text(text: str) -> str:
     """Text a host decoded: only the NUL byte check of `decode_source` still applies."""
-    _reject_nul(text)
+    reject_nul(text)
     return text[1:] if text.startswith("\ufeff") else text
-
-
-def module_name_for(path: Path) -> tuple[str, bool]:
-    """Return the dotted module name of a file (walking up `__init__.py` packages) and whether it is a package."""
-    path = path.resolve() if path.is_absolute() else Path.cwd().joinpath(path).resolve()
-    is_package = path.stem == "__init__"
-    parts: list[str] = [] if is_package else [path.stem]
-    directory = path.parent
-    while (directory / "__init__.py").is_file() and directory.parent != directory:
-        parts.append(directory.name)
-        directory = directory.parent
-    return ".".join(reversed(parts)), is_package
 
 
 def declared_optional_attributes(
@@ -245,7 +157,7 @@ def prepare_source(
         if not mentions_any(text, names):
             return prepared
         prepared.relevant = True
-        tree = _parse_ast(text)
+        tree = parse_source(text)
     except SourceError as exc:
         finding = Finding(display_path, exc.line, exc.column, SYNTAX_ERROR, exc.message, exc.line, exc.column)
         if prepared.relevant and _may_be_newer_syntax(exc.message, prepared.text):
@@ -281,17 +193,6 @@ def prepare_source(
     return prepared
 
 
-def declarations_of(data: bytes, module_name: str, is_package: bool, config: Config) -> list[Declaration]:
-    """What a module the run does not analyse declares (a module its imports reach): [] if it cannot be read."""
-    try:
-        tree = _parse_ast(decode_source(data))
-    except SourceError:
-        return []
-    imports = ImportTable.from_statements(walk_statements(tree), module_name, is_package)
-    # no producers looked for: they matter for the run's own connector callees, which such a module never holds
-    return module_declarations(tree, module_name, imports, config.empty_sentinels)
-
-
 _NESTING_ERRORS = ("too many nested", "too deeply nested", "too many levels of indentation", "too many statically")
 
 
@@ -319,24 +220,6 @@ def encoding_problem(data: bytes, display_path: str) -> Finding | None:
     except SourceError as exc:
         return Finding(display_path, exc.line, exc.column, SYNTAX_ERROR, exc.message, exc.line, exc.column)
     return None
-
-
-_WARNINGS_FILTER = threading.Lock()  # `catch_warnings` swaps a process-wide list: one thread at a time
-
-
-def _parse_ast(text: str) -> ast.Module:
-    try:
-        with _WARNINGS_FILTER, warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the analysed code's SyntaxWarnings are not kvlint's to print
-            return ast.parse(text)
-    except SyntaxError as exc:
-        line = exc.lineno or 1
-        column = (exc.offset or 1) - 1
-        raise SourceError(f"cannot parse: {exc.msg}", line, column) from None
-    except (RecursionError, MemoryError):
-        raise SourceError("cannot parse: too deeply nested") from None
-    except ValueError as exc:
-        raise SourceError(f"cannot parse: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -508,7 +391,7 @@ def _with_fixes(
     findings: list[Finding], judged: dict, fix_context: Callable[[], FixContext]  # type: ignore[type-arg]
 ) -> list[Finding]:
     """Ask each finding's rule for its fix (only findings are asked: a clean file never builds one)."""
-    from kvlint.fix_context import NoFix
+    from kvlint.fixing.context import NoFix
 
     try:
         context = fix_context()
@@ -518,8 +401,8 @@ def _with_fixes(
 
     invariants_at: dict[object, set[str]] = {}
     for finding in findings:
-        site, _ = judged[finding]
-        if finding.code in ("KVC002", "KVC006") and site.span is not None:
+        site, rule = judged[finding]
+        if rule.fix_rewrites_return and site.span is not None:
             invariants_at.setdefault(site.span, set()).add(site.invariant)
     context.shared_returns = {span for span, names in invariants_at.items() if len(names) > 1}  # type: ignore[misc]
     fixed = []
@@ -552,7 +435,7 @@ def _sites(
         text, line_map = prepared.text, list(range(1, len(prepared.lines) + 2))
         parsed = lower_newer_syntax(text)  # the file's characters on each line, not always its bytes
         try:
-            module = _parse_ast(parsed) if parsed is not None else None
+            module = parse_source(parsed) if parsed is not None else None
         except SourceError:
             module = None
         if module is None:  # what `ast` said of the file as written, not of a lowering
@@ -561,7 +444,7 @@ def _sites(
         prepared.imports = ImportTable.from_ast(module, prepared.module_name, prepared.is_package)
     else:
         text, line_map = reduced_text(prepared, config, names)
-        parsed, module = text, _parse_ast(text)
+        parsed, module = text, parse_source(text)
     analysis = FlowAnalysis(
         module, SourceText(parsed, line_map), prepared.imports, index, config, prepared.module_name,
         prepared.declarations,
@@ -573,8 +456,8 @@ def _sites(
         """libcst over the same text: fixes edit the code as written (only a file with a finding pays for it)."""
         import libcst as cst
 
-        from kvlint.fix_context import FixContext
-        from kvlint.positions import node_spans
+        from kvlint.fixing.context import FixContext
+        from kvlint.fixing.positions import node_spans
 
         module = cst.parse_module(text)
         return FixContext(
@@ -589,17 +472,16 @@ def _marker_findings(
     markers: dict[Span, tuple[str, tuple[str, ...], str]], prepared: PreparedFile, config: Config
 ) -> Iterable[Finding]:
     """KVC101 for each marker that names what is no invariant of `config`, and for each that is on no `def`'s
-    header (`kvlint.markers`)."""
-    configured = ", ".join(invariant.name for invariant in config.invariants.invariants) or "none"
+    header (`kvlint.binding.markers`)."""
+    from kvlint.rules.kvc101_ineffective_path_marker import misplaced_message, unknown_invariants_message
+
+    configured = [invariant.name for invariant in config.invariants.invariants]
     for span, (marker, unknown, function) in markers.items():
-        names = " and ".join(", ".join(f"`{name}`" for name in unknown).rsplit(", ", 1))
-        message = (f"`{marker}` names {names}, but this configuration's invariants are {configured}: the function "
-                   f"is on no connector path for {'it' if len(unknown) == 1 else 'them'}")
+        message = unknown_invariants_message(marker, unknown, configured)
         yield Finding(prepared.display_path, span.line, span.column, INEFFECTIVE_MARKER, message,
                       span.end_line, span.end_column, function=function, source_line=_source_line(prepared, span.line))
     for line, column, end_column, marker in misplaced_markers(prepared.text):
-        message = (f"`{marker}` is not on a `def` line, so it marks nothing: put it on the line of the `def` (or of "
-                   "the `):` that ends its signature)")
+        message = misplaced_message(marker)
         yield Finding(prepared.display_path, line, column, INEFFECTIVE_MARKER, message, line, end_column,
                       source_line=_source_line(prepared, line))
 
@@ -716,13 +598,13 @@ def analyse_source(
     imports_from: Path | None = None,
 ) -> FileReport:
     """Analyse one file on its own: the index is what the file itself shows unless one is given, and what its
-    imports reach when `imports_from` says where it lives (`kvlint.module_resolution`)."""
+    imports reach when `imports_from` says where it lives (`kvlint.binding.module_resolution`)."""
     config = config or Config()
     prepared = prepare_source(source, display_path, config, module_name, is_package)
     if index is None:
         declared = list(prepared.declarations)
         if imports_from is not None and prepared.relevant:
-            from kvlint.runner import imported_declarations_for
+            from kvlint.binding.module_resolution import imported_declarations_for
 
             declared += imported_declarations_for(declared, config, [imports_from])
         index = TreeIndex(declared, payload_classes=config.payload_classes)

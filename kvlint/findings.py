@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kvlint.fixes import Fix
+from kvlint.fixing.model import Fix
 
 
 @dataclass(frozen=True, order=True)

@@ -10,7 +10,7 @@ syntax error is its E999). kvlint's test-code policy (`test-files`, `test-ignore
 is applied by the engine too, so `flake8 --select KVC001` does not bring it back.
 
 Tree index: a run on one file sees what that file declares and what its imports
-reach (`kvlint.module_resolution`), as `kvlint check FILE` does; stdin sees only
+reach (`kvlint.binding.module_resolution`), as `kvlint check FILE` does; stdin sees only
 its own. When flake8 is given several paths or a directory, the index is built
 once per process from exactly those paths, walked as `kvlint check` walks them,
 so both faces give the same findings for the same arguments.
@@ -32,7 +32,7 @@ from kvlint import __version__
 
 if TYPE_CHECKING:
     from kvlint.config import Config, ConfigError, DirectoryConfigs
-    from kvlint.tree_index import TreeIndex
+    from kvlint.binding.tree_index import TreeIndex
 
 LOG = logging.getLogger("kvlint")
 INTERNAL_ERROR = "KVC902"
@@ -96,8 +96,9 @@ class KVLintChecker:
         if config.is_excluded(Path(self.filename)):
             return []
 
-        from kvlint.engine import analyse_prepared, module_name_for, prepare_source
-        from kvlint.tree_index import TreeIndex
+        from kvlint.engine import analyse_prepared, prepare_source
+        from kvlint.source import module_name_for
+        from kvlint.binding.tree_index import TreeIndex
 
         module_name, is_package = module_name_for(Path(self.filename))
         prepared = prepare_source(text, self.filename, config, module_name, is_package, extra_names)
@@ -107,7 +108,7 @@ class KVLintChecker:
         if covered:
             index = tree.index
         else:
-            from kvlint.runner import imported_declarations_for
+            from kvlint.binding.module_resolution import imported_declarations_for
 
             declared = list(prepared.declarations)
             if os.path.isfile(self.filename):  # not stdin: its imports are followed, as `kvlint check FILE` does
@@ -157,7 +158,7 @@ def _given_paths(options: argparse.Namespace | None) -> tuple[str, ...]:
 
 def _build_tree_view(paths: list[Path], config: Config) -> _TreeView:
     """Index every file under `paths`, as `kvlint check` does before its per-file pass."""
-    from kvlint.runner import index_tree
+    from kvlint.running.runner import index_tree
 
     index, covered = index_tree(paths, config)
     LOG.debug("kvlint: indexed %d files under %s", len(covered), ", ".join(map(str, paths)))

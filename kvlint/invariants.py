@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields, replace
 
-from kvlint.names import matches
+from kvlint.binding.names import matches
 
 EMPTY_OUTPUT_POLICIES = ("forbid", "allow-when-empty")
 

@@ -36,7 +36,7 @@ from kvlint.config import Config, ConfigError, DirectoryConfigs, config_for_dire
 from kvlint.sites import Site
 from kvlint.findings import Finding
 from kvlint.mypy_dereferences import ModuleDereferences
-from kvlint.names import matches
+from kvlint.binding.names import matches
 from kvlint.mypy_worker import (
     AnalysisWorker,
     ModuleAnalysis,
@@ -299,7 +299,7 @@ def _without_none(typ: Type) -> Type:
 def _is_reported(config: Config, path: str, code: str, line: int) -> bool:
     """Apply kvlint's select/ignore, per-file-ignores, the test-code policy and `# noqa` to a finding
     the plugin makes itself."""
-    from kvlint.engine import SourceError, decode_source, split_lines
+    from kvlint.source import SourceError, decode_source, split_lines
     from kvlint.noqa import is_suppressed, noqa_line_mapping
 
     if not config.is_enabled(code) or code.startswith(tuple(config.silenced_for(Path(path)))):

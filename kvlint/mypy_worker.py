@@ -23,13 +23,19 @@ from typing import IO
 import kvlint
 from kvlint.config import Config, ConfigError, DirectoryConfigs
 from kvlint.findings import Finding
+from kvlint.rules import RULES
 from kvlint.sites import DerefTarget, Site, SiteKind, Span
 
 # Reported from any hook of the module: what no type shows, the producer side of the invariant (KVC002, KVC003,
 # KVC006), mutating the shared sentinel (KVC004), a marker that marks nothing (KVC101), files kvlint could not check.
-REPORTED_CODES = ("KVC002", "KVC003", "KVC004", "KVC006", "KVC101", "KVC9")
+REPORTED_CODES = tuple(
+    code for code, rule in RULES.items() if "mypy" in rule.faces and rule.mypy_dereference is None
+)
 # Reported once mypy has typed the dereferenced value, unless that type includes None (mypy then reports it).
-DEREFERENCE_CODES = {"KVC001": DerefTarget.CONNECTOR_OUTPUT, "KVC005": DerefTarget.PAYLOAD_FIELD}
+DEREFERENCE_CODES: dict[str, DerefTarget] = {
+    code: rule.mypy_dereference for code, rule in RULES.items()
+    if "mypy" in rule.faces and rule.mypy_dereference is not None
+}
 TIMEOUT_ENV = "KVLINT_MYPY_TIMEOUT"  # seconds the helper may take over one file (default 60)
 DEFAULT_TIMEOUT = 60.0
 FALSE_SPELLINGS = ("", "0", "false", "no", "off", "n", "f")
@@ -70,7 +76,8 @@ def file_key(path: str) -> FileKey | None:
 
 def analyse_module(path: str, config: Config | ConfigError) -> ModuleAnalysis:
     """Run kvlint's engine on one module file and keep what the hooks look up."""
-    from kvlint.engine import analyse_source, module_name_for  # the engine only where it runs
+    from kvlint.engine import analyse_source  # the engine only where it runs
+    from kvlint.source import module_name_for
 
     key = file_key(path)
     if key is None:
@@ -99,7 +106,7 @@ def analyse_module(path: str, config: Config | ConfigError) -> ModuleAnalysis:
 def _dereferences(findings: tuple[Finding, ...], sites: tuple[Site, ...], data: bytes) -> tuple[Dereference, ...]:
     """Locate the value each KVC001/KVC005 finding dereferences: the `ast` node inside the finding with the
     source text of a dereference site's operand."""
-    from kvlint.engine import SourceError, decode_source, split_lines
+    from kvlint.source import SourceError, decode_source, split_lines
 
     wanted = [finding for finding in findings if finding.code in DEREFERENCE_CODES]
     if not wanted:

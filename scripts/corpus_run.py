@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kvlint.config import Config  # noqa: E402
-from kvlint.runner import RunResult, run  # noqa: E402
+from kvlint.running.runner import RunResult, run  # noqa: E402
 
 SIZE_CAP_MESSAGE = "not analysed:"
 

@@ -20,7 +20,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kvlint.positions import node_spans  # noqa: E402 - after the path set-up above
+from kvlint.fixing.positions import node_spans  # noqa: E402 - after the path set-up above
 
 
 def mismatch(text: str) -> tuple[int, str]:

@@ -15,5 +15,5 @@ fi
 rm -rf kvlint.egg-info  # setuptools' metadata of that old name, found on sys.path from the checkout
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 # The real vLLM sources the tests read: fetched (once, cached) before pytest, with a line per download.
-.venv/bin/python -m tests.fetch_sources
+.venv/bin/python -m tests.support.fetch_sources
 exec .venv/bin/python -m pytest "$@"

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from kvlint.annotations import AnnotationKind, classify_annotation
+from kvlint.binding.annotations import AnnotationKind, classify_annotation
 from kvlint.config import Config
-from kvlint.names import ImportTable
-from kvlint.runner import run
-from kvlint.declarations import FunctionDecl, module_declarations
-from kvlint.tree_index import TreeIndex, returns_optional_payload
+from kvlint.binding.names import ImportTable
+from kvlint.running.runner import run
+from kvlint.binding.declarations import FunctionDecl, module_declarations
+from kvlint.binding.tree_index import TreeIndex, returns_optional_payload
 
 IMPORTS = ImportTable({
     "KVConnectorOutput": "vllm.v1.outputs.KVConnectorOutput",
@@ -164,7 +164,7 @@ class Runner(Base):
 
 
 def _declarations():
-    from kvlint.declarations import ClassDecl, GlobalDecl, TypeRef
+    from kvlint.binding.declarations import ClassDecl, GlobalDecl, TypeRef
 
     tree = ast.parse(DECLARED)
     found = module_declarations(tree, "pkg.mod", ImportTable.from_ast(tree, "pkg.mod"),
@@ -193,7 +193,7 @@ def test_declarations_read_fields_properties_attributes_and_globals() -> None:
     assert functions["pkg.mod.Runner.stop"].never_returns  # its body always raises
     assert not functions["pkg.mod.Runner.todo"].never_returns  # an abstract stub is no NoReturn
     assert functions["pkg.mod.Runner.step"].returns_output
-    from kvlint.declarations import declaration_from_json
+    from kvlint.binding.declarations import declaration_from_json
 
     assert [declaration_from_json(d.to_json()) for d in found] == found  # what the result cache keeps
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kvlint.audit import AUDIT_FORMAT_VERSION, AUDIT_JSON_SCHEMA, INVENTORY_LISTS
+from kvlint.report.audit import AUDIT_FORMAT_VERSION, AUDIT_JSON_SCHEMA, INVENTORY_LISTS
 from kvlint.sites import SiteKind
 from tests.conftest import ROOT, run_kvlint
 
@@ -247,7 +247,7 @@ def _grep(tree: Path, pattern: re.Pattern[str]) -> tuple[Counter[tuple[str, int]
 
 @pytest.fixture(scope="module")
 def vllm_0_10_1():
-    from tests.vllm_sources import vllm_tree
+    from tests.support.vllm_sources import vllm_tree
 
     tree = vllm_tree("0.10.1")
     completed = run_kvlint("audit", "vllm", "--format", "json", "--jobs", "2", cwd=tree)

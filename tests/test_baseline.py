@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kvlint.atomic import write_atomic
-from kvlint.baseline import Baseline, BaselineError, baseline_text, keyed, normalise_snippet
+from kvlint.report.baseline import Baseline, BaselineError, baseline_text, keyed, normalise_snippet
 from kvlint.findings import Finding
 from tests.conftest import run_kvlint
 

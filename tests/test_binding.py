@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from kvlint.config import Config, ConfigError, load_config
-from kvlint.declarations import ModuleDecl, declaration_from_json
-from kvlint.module_resolution import SearchPath, environment_site_packages
-from kvlint.runner import run
+from kvlint.binding.declarations import ModuleDecl, declaration_from_json
+from kvlint.binding.module_resolution import SearchPath, environment_site_packages
+from kvlint.running.runner import run
 from tests.conftest import FIXTURES, run_kvlint
 from tests.test_fixtures import expected_findings
 from tests.test_real_plugins import Plugin
-from tests.vllm_sources import plugin_tree, vllm_tree
+from tests.support.vllm_sources import plugin_tree, vllm_tree
 
 BINDING = FIXTURES / "binding"
 PROJECT = BINDING / "project"
@@ -138,7 +138,7 @@ VLLM_ASCEND_OLD = Plugin("vllm-ascend", "0.10.0rc1", "vllm_ascend", platform=(
     "--platform", "manylinux_2_24_x86_64", "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311",
 ))
 VLLM_ASCEND_NEXT = Plugin("vllm-ascend", "0.10.1rc1", "vllm_ascend", platform=VLLM_ASCEND_OLD.platform)
-BINDING_PLUGINS = (VLLM_ASCEND_OLD, VLLM_ASCEND_NEXT)  # fetched by tests/fetch_sources.py
+BINDING_PLUGINS = (VLLM_ASCEND_OLD, VLLM_ASCEND_NEXT)  # fetched by tests/support/fetch_sources.py
 
 
 @pytest.mark.vllm

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import kvlint
-from kvlint.cache import CACHE_FORMAT
+from kvlint.running.cache import CACHE_FORMAT
 from kvlint.config import Config
-from kvlint.runner import RunResult, run
+from kvlint.running.runner import RunResult, run
 from tests.conftest import FIXTURES, ROOT, run_kvlint
 
 PROVIDER = """\

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from scripts.corpus_run import corpus_run
-from tests.vllm_sources import vllm_tree
+from tests.support.vllm_sources import vllm_tree
 
 
 def _site_packages() -> Path:

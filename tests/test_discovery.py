@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kvlint.config import Config
-from kvlint.discovery import (
+from kvlint.running.discovery import (
     SourceFile,
     UnreadablePath,
     display_path,

@@ -219,7 +219,7 @@ def test_the_fetch_step_knows_every_release_the_tests_read() -> None:
     """`scripts/test.sh` fetches the vLLM releases before pytest; a test reading another would fetch silently."""
     import re
 
-    from tests.fetch_sources import SDISTS, WHEELS
+    from tests.support.fetch_sources import SDISTS, WHEELS
 
     sources = "".join(path.read_text(encoding="utf-8") for path in (ROOT / "tests").glob("test_*.py"))
     literal = set(re.findall(r'vllm_tree\("([0-9.]+)"\)', sources))

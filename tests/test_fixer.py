@@ -22,11 +22,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvlint.config import Config
-from kvlint.engine import analyse_source, module_name_for
-from kvlint.fixer import MAX_PASSES, fix_source
-from kvlint.fixes import Applicability, Edit, Fix
+from kvlint.engine import analyse_source
+from kvlint.source import module_name_for
+from kvlint.fixing.passes import MAX_PASSES, fix_source
+from kvlint.fixing.model import Applicability, Edit, Fix
 from kvlint.rules import RULES
-from kvlint.runner import index_tree
+from kvlint.running.runner import index_tree
 from tests.conftest import FIXTURES, ROOT, run_kvlint
 from tests.test_fuzz import BLOCKS, _indent, fuzz
 
@@ -294,19 +295,19 @@ def test_fix_with_stdin_prints_the_fixed_source(tmp_path: Path) -> None:
 def test_a_file_changed_on_disk_since_it_was_read_is_not_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import kvlint.fix_files
+    import kvlint.fixing.files
 
     target = _tree(tmp_path) / "kvc005_defaults.py"
-    real = kvlint.fix_files.fix_source
+    real = kvlint.fixing.files.fix_source
 
     def racing(*args, **kwargs):  # type: ignore[no-untyped-def]
         outcome = real(*args, **kwargs)
         target.write_text(target.read_text() + "# edited meanwhile\n")
         return outcome
 
-    monkeypatch.setattr(kvlint.fix_files, "fix_source", racing)
+    monkeypatch.setattr(kvlint.fixing.files, "fix_source", racing)
     monkeypatch.chdir(tmp_path)
-    result = kvlint.fix_files.fix_file("fixtures/fixes/kvc005_defaults.py", CONFIG, INDEX, False, write=True)
+    result = kvlint.fixing.files.fix_file("fixtures/fixes/kvc005_defaults.py", CONFIG, INDEX, False, write=True)
     assert result.problem == "not fixed: the file changed on disk while kvlint read it"
     assert target.read_text().endswith("# edited meanwhile\n")
 

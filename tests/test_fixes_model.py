@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from kvlint.cache import _finding_from_json, _finding_to_json
-from kvlint.engine import split_lines
+from kvlint.running.cache import _finding_from_json, _finding_to_json
+from kvlint.source import split_lines
 from kvlint.findings import Finding
-from kvlint.fixes import Applicability, Edit, Fix, apply_fixes
+from kvlint.fixing.model import Applicability, Edit, Fix, apply_fixes
 
 SOURCE = "def f(out):\r\n    out = EMPTY\r\n    out.x = 1\n    return out\n"
 

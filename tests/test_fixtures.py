@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kvlint.config import Config
-from kvlint.runner import run
+from kvlint.running.runner import run
 from tests.conftest import FIXTURES
 
 EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>KVC\d{3}(?:\s*,\s*KVC\d{3})*)")

@@ -20,7 +20,7 @@ from kvlint import flake8_plugin
 from kvlint.flake8_plugin import KVLintChecker
 from tests.conftest import ROOT, run_kvlint
 from tests.test_fixtures import PACKAGE, expected_findings
-from tests.vllm_sources import vllm_tree
+from tests.support.vllm_sources import vllm_tree
 
 ROW_FORMAT = "%(path)s|%(row)d|%(col)d|%(code)s|%(text)s"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from kvlint.config import Config
 from kvlint.flow.lowering import lower_newer_syntax
 from kvlint.flow.source import SourceText
-from kvlint.runner import run
+from kvlint.running.runner import run
 from tests.conftest import ROOT
 
 AGGREGATOR = """

@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kvlint.config import Config
-from kvlint.engine import EVERYTHING, analyse_prepared, prepare_source, split_lines
-from kvlint.tree_index import TreeIndex
+from kvlint.engine import EVERYTHING, analyse_prepared, prepare_source
+from kvlint.source import split_lines
+from kvlint.binding.tree_index import TreeIndex
 
 CONFIG = Config()
 # hypothesmith compiles the programs it generates; their SyntaxWarnings are not kvlint's
@@ -144,12 +145,13 @@ def check_every_face(source: str) -> None:
     """The flake8 plugin and every audit and check format take the same program without an exception."""
     import ast
 
-    from kvlint.audit import build_audit
+    from kvlint.report.audit import build_audit
     from kvlint.engine import analyse_source
     from kvlint.flake8_plugin import KVLintChecker
-    from kvlint.output import FORMATS
-    from kvlint.report_formats import AUDIT_FORMATS
-    from kvlint.runner import RunResult
+    from kvlint.report.formats import audit_renderers, check_renderers
+
+    FORMATS, AUDIT_FORMATS = check_renderers(), audit_renderers()
+    from kvlint.running.runner import RunResult
 
     report = analyse_source(source, "fuzzed.py", CONFIG)
     rows = list(KVLintChecker(ast.parse(source), source.splitlines(keepends=True), "fuzzed.py").run())

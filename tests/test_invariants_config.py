@@ -11,7 +11,7 @@ import pytest
 
 from kvlint.config import KNOWN_KEYS, Config, ConfigError, describe, kv_overrides, load_config
 from kvlint.invariants import INVARIANT_KEYS, PRESETS
-from kvlint.runner import run
+from kvlint.running.runner import run
 from tests.conftest import run_kvlint
 
 

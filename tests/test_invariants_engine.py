@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 from kvlint.config import load_config
-from kvlint.runner import run
+from kvlint.running.runner import run
 from tests.conftest import run_kvlint
 
 FOO = """

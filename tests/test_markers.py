@@ -1,4 +1,4 @@
-"""Where a `# kvlint: connector-path` marker counts (kvlint/markers.py): on a `def`'s header only. Written
+"""Where a `# kvlint: connector-path` marker counts (kvlint/binding/markers.py): on a `def`'s header only. Written
 anywhere else it marks nothing, and KVC101 says so; a comment that quotes it, or a string, is no marker."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import textwrap
 from pathlib import Path
 
 from kvlint.config import Config
-from kvlint.markers import misplaced_markers
-from kvlint.runner import run
+from kvlint.binding.markers import misplaced_markers
+from kvlint.running.runner import run
 
 RUNNER = textwrap.dedent('''\
     import functools

@@ -28,8 +28,8 @@ import pytest
 from kvlint.config import Config
 from kvlint.engine import analyse_source
 from tests.conftest import ROOT
-from tests.vllm_sdist import vllm_sdist_file
-from tests.vllm_sources import CACHE, vllm_tree
+from tests.support.vllm_sdist import vllm_sdist_file
+from tests.support.vllm_sources import CACHE, vllm_tree
 
 # 1.20.2: what vLLM pins. 2.4.1: the newest on PyPI when last checked (`pip index versions mypy`);
 # bump it together with kvlint.mypy_plugin.TESTED_MYPY.

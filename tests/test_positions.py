@@ -9,10 +9,11 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from kvlint.config import Config
-from kvlint.engine import decode_source, prepare_source, reduced_text
-from kvlint.positions import node_spans
+from kvlint.engine import prepare_source, reduced_text
+from kvlint.source import decode_source
+from kvlint.fixing.positions import node_spans
 from tests.conftest import FIXTURES
-from tests.vllm_sources import vllm_tree
+from tests.support.vllm_sources import vllm_tree
 
 # Layouts whose positions are easy to get wrong: line endings, continuations,
 # parentheses, decorators, comments, strings spanning lines, nested bodies.

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.vllm_sources import CACHE
+from tests.support.vllm_sources import CACHE
 
 PRE_COMMIT_HOME = CACHE / "pre-commit"
 SNAPSHOTS = CACHE / "pre-commit-snapshots"
@@ -229,7 +229,7 @@ def _runnable(config: dict, kvlint_repo: Path) -> dict:
 @pytest.fixture
 def vllm_repo(tmp_path: Path) -> Path:
     """A project holding vLLM 0.10.1's aggregator and vLLM's local SPDX hook script."""
-    from tests.vllm_sources import vllm_tree
+    from tests.support.vllm_sources import vllm_tree
 
     source = (vllm_tree("0.10.1") / AGGREGATOR).read_text()
     assert source.count(AGGREGATOR_GUARD) == 1, "the aggregator changed shape; update the test"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from kvlint.config import Config
-from kvlint.runner import run
-from tests.vllm_sources import Plugin, plugin_tree
+from kvlint.running.runner import run
+from tests.support.vllm_sources import Plugin, plugin_tree
 
 pytestmark = pytest.mark.vllm
 
@@ -23,7 +23,7 @@ SILENT = (  # connector-aware plugins on which every finding would be a false on
     Plugin("vllm-rbln", "0.12.0", "vllm_rbln"),
     Plugin("ai-dynamo", "1.6.1", "dynamo"),
 )
-PLUGINS = (TPU_INFERENCE, ASCEND, *SILENT)  # every plugin a test reads (tests/fetch_sources.py fetches them)
+PLUGINS = (TPU_INFERENCE, ASCEND, *SILENT)  # every plugin a test reads (tests/support/fetch_sources.py fetches them)
 
 
 def _check(plugin: Plugin, monkeypatch: pytest.MonkeyPatch) -> tuple[list[tuple[str, int, str, str]], int]:

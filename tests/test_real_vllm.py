@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from kvlint.config import Config
-from kvlint.runner import run
-from tests.vllm_sources import vllm_tree
+from kvlint.running.runner import run
+from tests.support.vllm_sources import vllm_tree
 
 pytestmark = pytest.mark.vllm
 

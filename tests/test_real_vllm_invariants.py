@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from kvlint.audit import build_audit
+from kvlint.report.audit import build_audit
 from kvlint.config import Config, kv_overrides
-from kvlint.runner import run
+from kvlint.running.runner import run
 from tests.test_audit import _grep  # reads and writes of a field, by grep
-from tests.vllm_sources import vllm_tree
+from tests.support.vllm_sources import vllm_tree
 
 pytestmark = pytest.mark.vllm
 

@@ -11,11 +11,11 @@ import pytest
 
 from kvlint.config import DEFAULT_TEST_IGNORE, Config, load_config
 from tests.conftest import run_kvlint
-from tests.vllm_sdist import DIRECTORIES, vllm_sdist_tree
+from tests.support.vllm_sdist import DIRECTORIES, vllm_sdist_tree
 
 pytestmark = pytest.mark.vllm
 
-VERSION = "0.33.0"  # the newest release when last checked; bump with tests/vllm_sources.py's
+VERSION = "0.33.0"  # the newest release when last checked; bump with tests/support/vllm_sources.py's
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,17 @@ import re
 import pytest
 
 from kvlint.engine import analyse_source
-from kvlint.rules import RULES, rules_table_markdown, site_rules
+from kvlint.rules import (
+    INEFFECTIVE_MARKER,
+    INTERNAL_ERROR,
+    RULES,
+    SYNTAX_ERROR,
+    UNREADABLE,
+    UNUSED_NOQA,
+    rules_table_markdown,
+    site_rules,
+)
+from kvlint.rules.rule import FACES
 from tests.conftest import ROOT, run_kvlint
 
 PRELUDE = (
@@ -72,3 +82,46 @@ def test_rules_lists_every_code() -> None:
     table, _, footer = completed.stdout.partition("\n\n")
     assert [line.split()[0] for line in table.splitlines()] == list(RULES)
     assert footer.startswith("invariants: kv (kv_connector_output), ec (ec_connector_output)")
+
+
+# --- each face knows every rule: its facts live on the rule, and no face keeps a list of its own ---
+
+ENGINE_FILE_CODES = {SYNTAX_ERROR, INTERNAL_ERROR, INEFFECTIVE_MARKER}  # what the engine reports beside site rules
+
+
+def faces_of(face: str) -> set[str]:
+    return {code for code, rule in RULES.items() if face in rule.faces}
+
+
+def test_every_rule_names_only_known_faces() -> None:
+    for code, rule in RULES.items():
+        assert rule.faces and rule.faces <= FACES, code
+        assert "check" in rule.faces, f"{code}: `kvlint check` reports every rule"
+
+
+def test_every_rule_is_reported_by_someone() -> None:
+    """A rule with no predicate must be one a face reports by other means, or no face ever sees it."""
+    produced_elsewhere = ENGINE_FILE_CODES | {UNUSED_NOQA, UNREADABLE}
+    for code in RULES:
+        assert code in {rule.code for rule in site_rules()} | produced_elsewhere, code
+
+
+def test_the_mypy_face_knows_every_rule() -> None:
+    from kvlint.mypy_worker import DEREFERENCE_CODES, REPORTED_CODES
+
+    assert set(REPORTED_CODES) | set(DEREFERENCE_CODES) == faces_of("mypy")
+    assert not set(REPORTED_CODES) & set(DEREFERENCE_CODES)
+    for code, target in DEREFERENCE_CODES.items():
+        assert RULES[code].check is not None and RULES[code].mypy_dereference is target, code
+
+
+def test_the_audit_knows_every_rule() -> None:
+    from kvlint.report.audit import AUDIT_CODES
+
+    assert set(AUDIT_CODES) == faces_of("audit")
+
+
+@pytest.mark.parametrize("face", ["flake8", "server"])
+def test_the_faces_that_show_the_engine_s_findings_know_every_rule(face: str) -> None:
+    """flake8 and the editor show what the engine reports on the text they hold, and nothing else."""
+    assert faces_of(face) == {rule.code for rule in site_rules()} | ENGINE_FILE_CODES

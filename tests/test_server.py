@@ -1,5 +1,5 @@
 """`kvlint server` end to end: a real server process over stdio, driven by pygls' LSP client as an editor
-drives it (`tests/lsp_session.py`). The workspace is `fixtures/server_workspace`, a vLLM-shaped package
+drives it (`tests/support/lsp_session.py`). The workspace is `fixtures/server_workspace`, a vLLM-shaped package
 whose executor aggregator has the seed bug, copied so that the tests can save files."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from lsprotocol import types
 
 from tests.conftest import FIXTURES, ROOT, run_kvlint
-from tests.lsp_session import Session, run
+from tests.support.lsp_session import Session, run
 
 WORKSPACE = FIXTURES / "server_workspace"
 GUARD = "            if out is None:\n                continue\n"

@@ -11,12 +11,12 @@ import pytest
 from lsprotocol import types
 
 from kvlint.config import Config, load_config
-from kvlint.engine import split_lines
+from kvlint.source import split_lines
 from kvlint.findings import Finding
-from kvlint.fixes import Applicability, Edit, Fix, apply_fixes
+from kvlint.fixing.model import Applicability, Edit, Fix, apply_fixes
 from kvlint.noqa import is_suppressed, noqa_line_mapping
 from kvlint.rules import RULE_DOCS_FILE, RULES, rule_docs_markdown
-from kvlint.runner import index_tree, run
+from kvlint.running.runner import index_tree, run
 from kvlint.server.analysis import DocumentAnalysis, analyse_text
 from kvlint.server.code_actions import quick_fixes, replacement, workspace_edit
 from kvlint.server.diagnostics import diagnostic, hover_text, rule_docs_url
@@ -317,7 +317,7 @@ def test_on_vllm_every_buffer_is_reported_as_kvlint_check_reports_its_file(
     and the callers of Optional-returning functions), opened as a buffer, gets exactly its file's findings."""
     from kvlint.byte_scan import mentions_any
     from kvlint.server.project import caller_names
-    from tests.vllm_sources import vllm_tree
+    from tests.support.vllm_sources import vllm_tree
 
     root = vllm_tree(release)
     monkeypatch.chdir(root)

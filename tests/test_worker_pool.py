@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kvlint.worker_pool import WorkerPool, shared
+from kvlint.running.worker_pool import WorkerPool, shared
 
 
 def _square(x: int) -> int:
@@ -139,7 +139,7 @@ def _with_shared_or_none(x: int) -> object:
 
 
 def test_a_source_may_say_it_is_still_reading_and_the_largest_waiting_item_goes_first() -> None:
-    from kvlint.worker_pool import STILL_READING, _Feed
+    from kvlint.running.worker_pool import STILL_READING, _Feed
 
     def source() -> Iterator[object]:
         yield from ["ab", STILL_READING, "abcdef", STILL_READING, STILL_READING, "abc"]
@@ -165,7 +165,7 @@ def test_while_this_process_reads_one_worker_fewer_works() -> None:
     reading_ends: list[float] = []
 
     def source() -> Iterator[object]:
-        from kvlint.worker_pool import STILL_READING
+        from kvlint.running.worker_pool import STILL_READING
 
         yield from range(4)
         deadline = time.monotonic() + 1.0
@@ -188,7 +188,7 @@ def _collector_settings(x: int) -> tuple[int, int, int]:
 
 
 def test_the_runs_workers_freeze_what_they_inherit_and_collect_young_objects_rarely() -> None:
-    from kvlint import runner
+    from kvlint.running import runner
 
     before = gc.get_threshold()
     with runner._Pool(2, 10) as pool:

@@ -7,9 +7,9 @@ import ast
 import dataclasses
 from collections.abc import Sequence
 
-from kvlint.annotations import AnnotationKind, classify_annotation
+from kvlint.binding.annotations import AnnotationKind, classify_annotation
 from kvlint.config import Config
-from kvlint.declarations import ClassDecl, Declaration, FunctionDecl
+from kvlint.binding.declarations import ClassDecl, Declaration, FunctionDecl
 from kvlint.flow.expressions import COPY_FUNCTIONS, Expressions
 from kvlint.flow.narrowing import Narrowing
 from kvlint.flow.recording import Recording
@@ -25,10 +25,10 @@ from kvlint.flow.state import (
 from kvlint.flow.statements import Statements
 from kvlint.flow.source import SourceText
 from kvlint.flow.syntax import FUNCTIONS, SCOPES, dotted_name, parameters
-from kvlint.markers import CONNECTOR_PATH_MARKER
-from kvlint.names import ImportTable, matches
+from kvlint.binding.markers import CONNECTOR_PATH_MARKER
+from kvlint.binding.names import ImportTable, matches
 from kvlint.sites import Site, SiteKind, Span
-from kvlint.tree_index import TreeIndex
+from kvlint.binding.tree_index import TreeIndex
 
 
 class FlowAnalysis(Statements, Expressions, Narrowing, Recording):

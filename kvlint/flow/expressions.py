@@ -27,9 +27,9 @@ from kvlint.flow.syntax import (
     parameters,
     ref_key,
 )
-from kvlint.declarations import ClassDecl, TypeRef, type_of_annotation
+from kvlint.binding.declarations import ClassDecl, TypeRef, type_of_annotation
+from kvlint.binding.names import matches
 from kvlint.invariants import FIELDS_EVERY_RELEASE_HAS
-from kvlint.names import matches
 from kvlint.sites import SentinelUseKind, SiteKind
 
 UNTYPED = frozenset({"typing.Any", "typing_extensions.Any", "Any", "object", "builtins.object"})

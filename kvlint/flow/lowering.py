@@ -23,8 +23,8 @@ def lower_newer_syntax(text: str) -> str | None:
     """`text` with its newer syntax lowered, or None when libcst cannot parse it either."""
     import libcst as cst
 
-    from kvlint.engine import split_lines
-    from kvlint.positions import node_spans
+    from kvlint.source import split_lines
+    from kvlint.fixing.positions import node_spans
 
     try:
         module = cst.parse_module(text)

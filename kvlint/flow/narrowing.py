@@ -15,7 +15,7 @@ from kvlint.flow.state import (
     join_values,
     unreachable,
 )
-from kvlint.declarations import FunctionDecl
+from kvlint.binding.declarations import FunctionDecl
 from kvlint.flow.syntax import (
     Argument,
     call_arguments,
@@ -23,7 +23,7 @@ from kvlint.flow.syntax import (
     is_none_literal,
     ref_key,
 )
-from kvlint.names import matches
+from kvlint.binding.names import matches
 from kvlint.sites import SiteKind
 
 

@@ -13,7 +13,7 @@ import re
 import tokenize
 from collections.abc import Sequence
 
-from kvlint.engine import split_lines
+from kvlint.source import split_lines
 from kvlint.sites import Span
 
 _DEFINITION_HEAD = re.compile(r"(?:async\s+)?(?:def|class)\s+")

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 import ast
 
-from kvlint.annotations import AnnotationKind
+from kvlint.binding.annotations import AnnotationKind
 from kvlint.flow.recording import site_invariant
 from kvlint.flow.state import (
     FRESH,
@@ -31,7 +31,7 @@ from kvlint.flow.syntax import (
     operator_text,
     ref_key,
 )
-from kvlint.names import matches
+from kvlint.binding.names import matches
 from kvlint.sites import SentinelUseKind, SiteKind
 
 NONE_ERRORS = ("AttributeError", "TypeError", "Exception", "BaseException")  # what `None.x` / `None[0]` raise

@@ -10,7 +10,7 @@ import tokenize
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from kvlint.names import ast_dotted_name
+from kvlint.binding.names import ast_dotted_name
 
 
 dotted_name = ast_dotted_name  # `a.b.c` of a Name/Attribute chain, else None (the declarations' own)

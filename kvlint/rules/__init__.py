@@ -6,35 +6,24 @@ are all generated from `RULES`; tests fail when any of them drifts.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from kvlint.rules.rule import Rule
 
+_RULE_MODULE = re.compile(r"kvc[0-9]")  # kvc001_unguarded_dereference, ..., kvc9xx_file_diagnostics
+
 
 def _load() -> dict[str, Rule]:
-    from kvlint.rules import (
-        kvc001_unguarded_dereference,
-        kvc002_empty_output_on_connector_path,
-        kvc003_output_without_connector_output,
-        kvc004_shared_sentinel_mutation,
-        kvc005_unguarded_optional_set,
-        kvc006_kv_output_dropped,
-        kvc9xx_file_diagnostics,
-        kvc100_unused_noqa,
-        kvc101_ineffective_path_marker,
-    )
+    """Every rule module of this package (`kvcNNN_name.py`, holding `RULE` or a tuple `RULES`), in the order of
+    their names: adding a rule is adding its module."""
+    import importlib
+    import pkgutil
 
-    rules = [
-        kvc001_unguarded_dereference.RULE,
-        kvc002_empty_output_on_connector_path.RULE,
-        kvc003_output_without_connector_output.RULE,
-        kvc004_shared_sentinel_mutation.RULE,
-        kvc005_unguarded_optional_set.RULE,
-        kvc006_kv_output_dropped.RULE,
-        kvc100_unused_noqa.RULE,
-        kvc101_ineffective_path_marker.RULE,
-        *kvc9xx_file_diagnostics.RULES,
-    ]
+    rules: list[Rule] = []
+    for name in sorted(module.name for module in pkgutil.iter_modules(__path__) if _RULE_MODULE.match(module.name)):
+        module = importlib.import_module(f"{__name__}.{name}")
+        rules += getattr(module, "RULES", None) or [module.RULE]
     return {rule.code: rule for rule in rules}
 
 

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from kvlint.fix_context import NoFix, is_none_literal
-from kvlint.fixes import Edit
+from kvlint.fixing.context import NoFix, is_none_literal
+from kvlint.fixing.model import Edit
 from kvlint.sites import Site
 
 if TYPE_CHECKING:
-    from kvlint.fix_context import FixContext
+    from kvlint.fixing.context import FixContext
     from kvlint.invariants import Invariant
 
 
@@ -68,7 +68,7 @@ def return_with_output(site: Site, context: FixContext, value: str, keep_none: b
 def _bare(value: cst.BaseExpression | None, context: FixContext, invariant: Invariant) -> bool:
     """What is returned carries nothing the attaching helper's new output would lose: None, the sentinel
     itself or a copy of it made in the `return`. A name may hold a copy with other fields set."""
-    from kvlint.fix_context import dotted_name
+    from kvlint.fixing.context import dotted_name
     from kvlint.rules.kvc004_shared_sentinel_mutation import _is_sentinel
 
     if value is None or is_none_literal(value):
@@ -82,8 +82,8 @@ def _bare(value: cst.BaseExpression | None, context: FixContext, invariant: Inva
 def _is_copy(value: cst.BaseExpression | None, context: FixContext) -> bool:
     """`copy.copy(...)`, `copy.deepcopy(...)` or `dataclasses.replace(...)`, however the module spells them."""
     from kvlint.flow.expressions import COPY_FUNCTIONS
-    from kvlint.fix_context import dotted_name
-    from kvlint.names import matches
+    from kvlint.fixing.context import dotted_name
+    from kvlint.binding.names import matches
 
     if not isinstance(value, cst.Call):
         return False
@@ -153,7 +153,7 @@ def keyword_edit(call: cst.Call, context: FixContext, keyword: str, value: str) 
 
 def _fields(call: cst.Call, context: FixContext) -> tuple[str, ...] | None:
     """The constructed class's fields in positional order, None when the tree does not declare the class."""
-    from kvlint.fix_context import dotted_name
+    from kvlint.fixing.context import dotted_name
 
     spelled = dotted_name(call.func) or ""
     resolved = context.imports.resolve_dotted(spelled) if spelled else ""

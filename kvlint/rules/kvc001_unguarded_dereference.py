@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kvlint.fixes import Applicability, Fix
+from kvlint.fixing.model import Applicability, Fix
 from kvlint.rules.rule import Rule
 from kvlint.sites import DerefTarget, Site, SiteKind
 
 if TYPE_CHECKING:
     import libcst as cst
 
-    from kvlint.fix_context import FixContext
+    from kvlint.fixing.context import FixContext
 
 # callees whose argument is dereferenced in turn: `len(v.x if v is not None else None)` still raises
 _DEREFERENCING_BUILTINS = frozenset(
@@ -38,7 +38,7 @@ def fix(site: Site, context: FixContext) -> Fix:
     returns show, else a conditional expression around an attribute read."""
     import libcst as cst
 
-    from kvlint.fix_context import NoFix, is_simple_reference
+    from kvlint.fixing.context import NoFix, is_simple_reference
 
     operand = context.node_at(site.operand_span, cst.BaseExpression)
     if not is_simple_reference(operand):
@@ -79,7 +79,7 @@ def _statement_of(operand: cst.CSTNode, context: FixContext, root: str) -> tuple
     """The statement a guard goes before, and what blocks it (an `elif` condition, a one-line suite)."""
     import libcst as cst
 
-    from kvlint.fix_context import NoFix
+    from kvlint.fixing.context import NoFix
 
     for parent, child in context.ancestors(operand):
         if isinstance(parent, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
@@ -236,6 +236,7 @@ def merge(outputs):
     options=("optional-fields", "payload-class", "optional-contexts"),
     check=check,
     fix=fix,
+    mypy_dereference=DerefTarget.CONNECTOR_OUTPUT,
     fix_doc=(
         "Unsafe: every form skips work, or yields None, where the code used to raise, and only you know what "
         "the None case should do. A guard matched to the context of the dereferenced name or attribute chain "

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kvlint.fixes import Applicability, Fix
+from kvlint.fixing.model import Applicability, Fix
 from kvlint.rules.rule import Rule
 from kvlint.sites import SentinelUseKind, Site, SiteKind
 
 if TYPE_CHECKING:
-    from kvlint.fix_context import FixContext
+    from kvlint.fixing.context import FixContext
 
 
 def check(site: Site) -> str | None:
@@ -79,6 +79,7 @@ def idle_step(sched):
     options=("empty-sentinels", "connector-guards", "connector-contexts", "connector-functions", "empty-output"),
     check=check,
     fix=fix,
+    fix_rewrites_return=True,
     fix_doc=(
         "When exactly one local name `v` holds the connector output there, the return hands it on: "
         "`return ModelRunnerOutput.with_kv_conn_output_only(v)` when the tree's output class defines the "

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kvlint.fixes import Applicability, Fix
+from kvlint.fixing.model import Applicability, Fix
 from kvlint.rules.rule import Rule
 from kvlint.sites import Site, SiteKind
 
 if TYPE_CHECKING:
-    from kvlint.fix_context import FixContext
+    from kvlint.fixing.context import FixContext
 
 
 def check(site: Site) -> str | None:

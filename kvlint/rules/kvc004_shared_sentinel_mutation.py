@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kvlint.fixes import Applicability, Fix
+from kvlint.fixing.model import Applicability, Fix
 from kvlint.rules.rule import Rule
 from kvlint.sites import SentinelUseKind, Site, SiteKind
 
 if TYPE_CHECKING:
     import libcst as cst
 
-    from kvlint.fix_context import FixContext
+    from kvlint.fixing.context import FixContext
 
 
 def check(site: Site) -> str | None:
@@ -38,7 +38,7 @@ def fix(site: Site, context: FixContext) -> Fix:
     """Copy the sentinel where the mutated name is bound to it: `o = copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)`."""
     import libcst as cst
 
-    from kvlint.fix_context import NoFix
+    from kvlint.fixing.context import NoFix
 
     if site.sink:
         raise NoFix("a member of the sentinel is mutated: whether to copy it deeply or rebind it is your call")
@@ -85,7 +85,7 @@ def _identity_use(
     `name` is returned and the module compares outputs with the sentinel by identity."""
     import libcst as cst
 
-    from kvlint.fix_context import dotted_name, is_none_literal
+    from kvlint.fixing.context import dotted_name, is_none_literal
 
     compared = (cst.Is, cst.IsNot, cst.Equal, cst.NotEqual)
     value = getattr(binding, "value", None)
@@ -140,7 +140,7 @@ def _identity_check_in_module(context: FixContext, sentinels: tuple[str, ...], f
     """The line of an `is` / `is not` comparison with the sentinel outside `function`, 0 when there is none."""
     import libcst as cst
 
-    from kvlint.fix_context import dotted_name
+    from kvlint.fixing.context import dotted_name
 
     stack: list[cst.CSTNode] = [context.module]
     while stack:
@@ -168,7 +168,7 @@ def _member_mutated_in_place(function: cst.FunctionDef, name: str) -> str:
     mutating method), "" when it does not."""
     import libcst as cst
 
-    from kvlint.fix_context import dotted_name
+    from kvlint.fixing.context import dotted_name
 
     def member_of(node: cst.CSTNode) -> str:
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == name:
@@ -200,7 +200,7 @@ def _member_mutated_in_place(function: cst.FunctionDef, name: str) -> str:
 
 
 def _is_sentinel(context: FixContext, spelled: str, sentinels: tuple[str, ...]) -> bool:
-    from kvlint.names import matches
+    from kvlint.binding.names import matches
 
     resolved = context.imports.resolve_dotted(spelled)
     if "." not in resolved and context.module_name and spelled not in context.imports.bindings:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kvlint.fixes import Applicability, Fix
+from kvlint.fixing.model import Applicability, Fix
 from kvlint.rules.rule import Rule
 from kvlint.sites import DerefTarget, Site, SiteKind
 
 if TYPE_CHECKING:
-    from kvlint.fix_context import FixContext
+    from kvlint.fixing.context import FixContext
 
 SET_OPERATORS = ("`|`", "`&`", "`-`", "`^`", "`|=`", "`&=`", "`-=`", "`^=`")
 
@@ -29,7 +29,7 @@ def fix(site: Site, context: FixContext) -> Fix:
     """Default the field where it is used: `(x or ())`, `(x or set())` beside a set operator."""
     import libcst as cst
 
-    from kvlint.fix_context import NoFix
+    from kvlint.fixing.context import NoFix
 
     operand = context.node_at(site.operand_span, cst.BaseExpression)
     context.check_not_self_documenting(operand)
@@ -81,6 +81,7 @@ def release(kvo: KVConnectorOutput):
     options=("payload-class", "payload-optional-fields"),
     check=check,
     fix=fix,
+    mypy_dereference=DerefTarget.PAYLOAD_FIELD,
     fix_doc=(
         "Safe. The use becomes `(field or ())` (iteration, `in`, `len()`, `*` unpacking, a function that iterates "
         "its argument) or `(field or set())` (beside a set operator). A None payload field means \"nothing "

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kvlint.fixes import Applicability, Fix
+from kvlint.fixing.model import Applicability, Fix
 from kvlint.rules.rule import Rule
 from kvlint.sites import Site, SiteKind
 
 if TYPE_CHECKING:
-    from kvlint.fix_context import FixContext
+    from kvlint.fixing.context import FixContext
 
 
 def check(site: Site) -> str | None:
@@ -30,9 +30,9 @@ def fix(site: Site, context: FixContext) -> Fix:
     """Hand the dropped value on in what is returned (always unsafe: callers get an output, not None)."""
     import libcst as cst
 
-    from kvlint.fix_context import NoFix
-    from kvlint.fix_context import dotted_name, is_none_literal
-    from kvlint.names import matches
+    from kvlint.fixing.context import NoFix
+    from kvlint.fixing.context import dotted_name, is_none_literal
+    from kvlint.binding.names import matches
     from kvlint.rules.attaching import keyword_edit, return_with_output, the_candidate
 
     value = the_candidate(site)
@@ -57,8 +57,8 @@ def _built_output(returned: object, context: FixContext, output_classes: tuple[s
     """The returned name is bound to an output construction in the function (not to the sentinel)."""
     import libcst as cst
 
-    from kvlint.fix_context import dotted_name
-    from kvlint.names import matches
+    from kvlint.fixing.context import dotted_name
+    from kvlint.binding.names import matches
     from kvlint.rules.kvc004_shared_sentinel_mutation import _bindings
 
     if not isinstance(returned, cst.Name):
@@ -117,6 +117,7 @@ def sample(self, grammar_output):
     options=("optional-fields", "output-classes", "empty-sentinels", "optional-contexts"),
     check=check,
     fix=fix,
+    fix_rewrites_return=True,
     fix_doc=(
         "Unsafe: callers that received None (or the bare sentinel) now receive an output carrying the KV "
         "output, on a path kvlint cannot show is a connector path. When the dropped value `v` is the one "

@@ -1,7 +1,7 @@
 """KVC100: a `# noqa: KVC...` comment that silences nothing (ruff's RUF100), reported only when asked.
 
 No site predicate: `kvlint check --report-unused-noqa` compares each file's `# noqa`
-comments with the findings they would silence (`kvlint.unused_noqa`).
+comments with the findings they would silence (`kvlint.running.unused_noqa`).
 """
 
 from __future__ import annotations
@@ -31,4 +31,5 @@ RULE = Rule(
         "if kvo is not None:\n"
         "    done |= kvo.finished_sending or set()\n"
     ),
+    faces=frozenset({"check"}),  # a pass of its own over the tree's `# noqa` comments, only `kvlint check` runs it
 )

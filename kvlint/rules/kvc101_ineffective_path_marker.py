@@ -1,11 +1,13 @@
 """KVC101: a `# kvlint: connector-path` marker that marks nothing.
 
 No site predicate: the flow analysis reads each `def`'s marker when it enters the function and
-keeps the names no invariant has (`FlowAnalysis.unknown_markers`); `kvlint.markers` finds the
-markers written where no `def`'s header is. The engine reports both.
+keeps the names no invariant has (`FlowAnalysis.unknown_markers`); `kvlint.binding.markers` finds the
+markers written where no `def`'s header is. The engine reports both, with the messages written here.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from kvlint.rules.rule import Rule
 
@@ -42,3 +44,17 @@ RULE = Rule(
     ),
     options=("presets", "invariants"),
 )
+
+
+def unknown_invariants_message(marker: str, unknown: Sequence[str], invariants: Sequence[str]) -> str:
+    """The finding on a marker that names `unknown`, none of the configuration's `invariants`."""
+    configured = ", ".join(invariants) or "none"
+    names = " and ".join(", ".join(f"`{name}`" for name in unknown).rsplit(", ", 1))
+    return (f"`{marker}` names {names}, but this configuration's invariants are {configured}: the function "
+            f"is on no connector path for {'it' if len(unknown) == 1 else 'them'}")
+
+
+def misplaced_message(marker: str) -> str:
+    """The finding on a marker written where no `def`'s header is."""
+    return (f"`{marker}` is not on a `def` line, so it marks nothing: put it on the line of the `def` (or of "
+            "the `):` that ends its signature)")

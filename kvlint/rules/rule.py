@@ -1,4 +1,5 @@
-"""What a rule is: its code, name, documentation in ruff's sections, and a predicate over sites."""
+"""What a rule is: its code, name, documentation in ruff's sections, a predicate over sites, and what every face
+needs to know of it (which faces report it, how the mypy face does, what its fix rewrites)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kvlint.fixes import Fix
-from kvlint.sites import Site
+from kvlint.fixing.model import Fix
+from kvlint.sites import DerefTarget, Site
 
 if TYPE_CHECKING:
-    from kvlint.fix_context import FixContext
+    from kvlint.fixing.context import FixContext
+
+# The faces that report findings: `kvlint check`, `kvlint audit`, the flake8 plugin, the mypy plugin, `kvlint server`.
+FACES = frozenset({"check", "audit", "flake8", "mypy", "server"})
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,13 @@ class Rule:
     fix_doc: str = ""  # what the fix does and when it is safe
     fix_before: str = ""  # code the fix changes ...
     fix_after: str = ""  # ... and what `kvlint check --fix` (or `--unsafe-fixes`) makes of it
+    faces: frozenset[str] = FACES  # the faces that report it (tests/test_rules.py holds each face to this)
+    # the mypy face: None reports it from any hook of the module (what no type shows); a target waits until mypy
+    # has typed the dereferenced value of that kind, and reports it unless that type includes None (mypy then does)
+    mypy_dereference: DerefTarget | None = None
+    # its fix rewrites the reported `return`: where findings of several invariants share that `return`, one
+    # attaching helper would hand on only one of their outputs (`FixContext.shared_returns`)
+    fix_rewrites_return: bool = False
 
     def documentation(self) -> str:
         """Render the rule's documentation as `kvlint explain` prints it."""

@@ -8,11 +8,12 @@ from pathlib import Path
 
 from kvlint.byte_scan import mentions_any
 from kvlint.config import Config
-from kvlint.engine import FileReport, analyse_prepared, module_name_for, prepare_source, split_lines
+from kvlint.engine import FileReport, analyse_prepared, prepare_source
+from kvlint.source import module_name_for, split_lines
 from kvlint.findings import Finding
 from kvlint.rules import INTERNAL_ERROR
 from kvlint.server.project import IndexedFile, ProjectIndex, caller_names, tree_index
-from kvlint.tree_index import TreeIndex
+from kvlint.binding.tree_index import TreeIndex
 
 
 @dataclass(frozen=True)

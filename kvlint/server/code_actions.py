@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from lsprotocol import types
 
 from kvlint.findings import Finding
-from kvlint.fixes import Applicability, Edit, Fix
+from kvlint.fixing.model import Applicability, Edit, Fix
 from kvlint.server.analysis import DocumentAnalysis
 from kvlint.server.diagnostics import client_range, diagnostic
 from kvlint.server.positions import UTF16
@@ -77,7 +77,7 @@ def fix_all(analysis: DocumentAnalysis, encoding: str = UTF16, document_changes:
             ) -> types.CodeAction | None:
     """`source.fixAll.kvlint`: every safe fix, applied and re-checked as `kvlint check --fix` does; None when
     nothing changes."""
-    from kvlint.fixer import fix_source
+    from kvlint.fixing.passes import fix_source
 
     if analysis.config is None or analysis.index is None:
         return None

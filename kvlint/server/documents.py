@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from kvlint.engine import split_lines
-from kvlint.fixes import line_offsets
+from kvlint.source import split_lines
+from kvlint.fixing.model import line_offsets
 from kvlint.server.positions import UTF16, offset_of
 
 PYTHON_SUFFIXES = (".py", ".pyi")

@@ -3,7 +3,7 @@
 kvlint's findings and edits use 1-based lines and 0-based columns counted in code
 points; LSP uses 0-based lines and columns counted in the negotiated position
 encoding, UTF-16 code units unless the client offers another. Lines end at `\\n`,
-`\\r\\n` or `\\r` in both (`engine.split_lines`), so line numbers agree.
+`\\r\\n` or `\\r` in both (`source.split_lines`), so line numbers agree.
 """
 
 from __future__ import annotations

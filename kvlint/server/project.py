@@ -20,8 +20,8 @@ from pathlib import Path
 
 from kvlint.byte_scan import mentions_any
 from kvlint.config import Config
-from kvlint.declarations import Declaration
-from kvlint.discovery import (
+from kvlint.binding.declarations import Declaration
+from kvlint.running.discovery import (
     PYTHON_SUFFIXES,
     SourceFile,
     UnreadablePath,
@@ -29,9 +29,11 @@ from kvlint.discovery import (
     iter_python_files,
     read_source,
 )
-from kvlint.engine import PreparedFile, module_name_for, prepare_source
-from kvlint.runner import build_index, caller_names, imported_declarations_for
-from kvlint.tree_index import TreeIndex, word_mentions
+from kvlint.engine import PreparedFile, prepare_source
+from kvlint.source import module_name_for
+from kvlint.binding.module_resolution import imported_declarations_for
+from kvlint.running.runner import build_index, caller_names
+from kvlint.binding.tree_index import TreeIndex, word_mentions
 
 
 @dataclass(frozen=True)

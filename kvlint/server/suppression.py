@@ -13,7 +13,7 @@ import re
 import tokenize
 from collections.abc import Sequence
 
-from kvlint.fixes import Edit
+from kvlint.fixing.model import Edit
 from kvlint.noqa import NOQA_INLINE_REGEXP, is_suppressed
 from kvlint.server.positions import line_content
 

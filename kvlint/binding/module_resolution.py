@@ -1,0 +1,327 @@
+"""Where an imported module's source is, and the declarations the run's imports reach beyond its own files.
+
+A module name is looked up as ty and mypy look it up: in the run's own package roots and the project's
+root first, then the configured search path (`search-path`, `--search-path`), then the site-packages of
+the project's environment (`--python`, `VIRTUAL_ENV`, a `.venv` in the project root, else kvlint's own
+interpreter). Files are read, never imported. Only what the relevant files import is read, and of that
+only what can change a verdict:
+
+- a module that mentions a configured name (vLLM's `outputs.py` beside a plugin, a helper declared
+  `-> KVConnectorOutput | None` in a file the pre-commit hook did not pass): all its declarations, and
+  one level further, the modules that declare its classes' bases and what it re-exports of what was asked;
+- a module that defines a function the relevant files call as a statement or in a condition, where it
+  may never return or be a `TypeGuard`/`TypeIs` predicate (a `NoReturn` helper in a sibling module).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import os
+import re
+import site
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kvlint.binding.declarations import ClassDecl, Declaration, FunctionDecl, ModuleDecl, PathCalls, module_declarations
+from kvlint.binding.names import ImportTable, walk_statements
+from kvlint.byte_scan import mentions_any
+from kvlint.source import SourceError, decode_source, module_name_for, parse_source
+
+if TYPE_CHECKING:
+    from kvlint.config import Config
+    from kvlint.running.cache import ResultCache
+    from kvlint.running.discovery import SourceFile
+
+MAX_IMPORT_DEPTH = 2  # modules imported by modules imported by a relevant file, and no further
+MAX_MODULES_READ = 400  # a bound on what one run reads beyond its own files
+MAX_MODULE_BYTES = 2 * 2**20
+_PREDICATE_WORDS = (b"NoReturn", b"Never", b"TypeGuard", b"TypeIs", b"raise")
+
+
+@dataclass
+class SearchPath:
+    """The directories module names are looked up in, first match wins; each answer is remembered, and each
+    directory is listed once (a run asks for thousands of names, most of them in no root: `torch.nn`)."""
+
+    roots: tuple[Path, ...] = ()
+    _found: dict[str, Path | None] = field(default_factory=dict, repr=False)
+    _listings: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
+
+    def find(self, module: str) -> Path | None:
+        """The source file of a dotted module name (`a/b.py`, `a/b/__init__.py`, or the `.pyi` of either)."""
+        if module in self._found:
+            return self._found[module]
+        found = None
+        parts = module.split(".")
+        if all(part.isidentifier() for part in parts):
+            for root in self.roots:
+                found = self._find_in(str(root), parts)
+                top = os.path.join(root, parts[0])
+                if found is not None or "__init__.py" in self._listing(top) or "__init__.pyi" in self._listing(top):
+                    break  # a regular package lives in one root: the first that has it hides the others
+        self._found[module] = found
+        return found
+
+    def _find_in(self, directory: str, parts: list[str]) -> Path | None:
+        for part in parts[:-1]:
+            if part not in self._listing(directory):
+                return None
+            directory = os.path.join(directory, part)
+        last, entries = parts[-1], self._listing(directory)
+        for name in (f"{last}.py", f"{last}.pyi"):
+            if name in entries and os.path.isfile(os.path.join(directory, name)):
+                return Path(directory, name)
+        if last in entries:
+            for name in ("__init__.py", "__init__.pyi"):
+                candidate = os.path.join(directory, last, name)
+                if name in self._listing(os.path.join(directory, last)) and os.path.isfile(candidate):
+                    return Path(candidate)
+        return None
+
+    def _listing(self, directory: str) -> frozenset[str]:
+        found = self._listings.get(directory)
+        if found is None:
+            try:
+                found = frozenset(os.listdir(directory))
+            except OSError:
+                found = frozenset()
+            self._listings[directory] = found
+        return found
+
+
+def top_package_root(path: Path) -> Path:
+    """The directory the top-level package of a checked path sits in (`/x` for `/x/pkg/sub/mod.py` and for
+    `/x/pkg`, where `pkg` and `sub` hold an `__init__.py`); a directory of no package is its own root."""
+    directory = Path(os.path.abspath(path))
+    if not directory.is_dir():
+        directory = directory.parent
+    while (directory / "__init__.py").is_file() and directory.parent != directory:
+        directory = directory.parent
+    return directory
+
+
+def environment_site_packages(python: str | None, project_root: Path | None) -> list[Path]:
+    """The site-packages of the project's environment, found as ty finds it: `python` (a venv or an
+    interpreter in one), else `VIRTUAL_ENV`, else a `.venv` in the project root, else kvlint's own
+    interpreter's. Nothing is run: a venv's layout says where its packages are."""
+    for candidate in (python, os.environ.get("VIRTUAL_ENV"),
+                      str(project_root / ".venv") if project_root is not None else None):
+        if not candidate:
+            continue
+        prefix = Path(candidate)
+        if prefix.is_file():  # an interpreter: its venv or installation is two levels up (`bin/python`)
+            prefix = prefix.parent.parent
+        found = _site_packages_under(prefix)
+        if found:
+            return found
+        if candidate == python:
+            return []  # asked for, not there: no other environment stands in for it
+    own = [Path(p) for p in (*site.getsitepackages(), site.getusersitepackages()) if os.path.isdir(p)]
+    return own
+
+
+def _site_packages_under(prefix: Path) -> list[Path]:
+    patterns = ("lib/python3*/site-packages", "lib64/python3*/site-packages", "Lib/site-packages",
+                "lib/python3*/dist-packages")  # the last: a Debian interpreter's own
+    return sorted({Path(p) for pattern in patterns for p in glob.glob(str(prefix / pattern)) if os.path.isdir(p)})
+
+
+def search_path_for(first_party: Iterable[Path], configured: Sequence[Path], python: str | None,
+                    project_root: Path | None) -> SearchPath:
+    """The run's search path: first-party roots, the project root, the configured directories, the environment."""
+    roots: list[Path] = []
+    for root in (*first_party, *([project_root] if project_root else []), *configured,
+                 *environment_site_packages(python, project_root)):
+        resolved = Path(os.path.realpath(root))
+        if resolved not in roots and resolved.is_dir():
+            roots.append(resolved)
+    return SearchPath(tuple(roots))
+
+
+def imported_declarations(
+    importers: Iterable[ModuleDecl], search: SearchPath, known_modules: Iterable[str], names: Sequence[str],
+    declare: Callable[[bytes, str, bool], list[Declaration]],
+) -> list[Declaration]:
+    """The declarations of the modules the importers (the run's relevant files) import that the run did not
+    declare (the module's docstring says which are read), in a stable order. `declare` reads one module's
+    (`engine.declarations_of`)."""
+    known = set(known_modules)
+    found: list[Declaration] = []
+    wanted: dict[str, _Wanted] = {}  # what is still to read of each module
+    asked: dict[str, _Wanted] = {}  # what has been asked of each module so far (read again only for more)
+
+    def want(target: str, depth: int, called: bool = False) -> None:
+        """Ask for the module `target` names: whole (an import), or for the function it calls (`a.b.f`)."""
+        module = target.rpartition(".")[0] if called or search.find(target) is None else target
+        if not module or module in known or search.find(module) is None:
+            return
+        before = asked.setdefault(module, _Wanted(depth))
+        name = target.rpartition(".")[2]
+        if (before.whole and not called) or (called and name in before.called):
+            return
+        entry = wanted.setdefault(module, _Wanted(depth))
+        entry.depth = min(entry.depth, depth)
+        if called:
+            entry.called.add(name)
+            before.called.add(name)
+        else:
+            entry.whole = before.whole = True
+
+    imported_names: dict[str, set[str]] = {}  # module -> the names asked of it (`from m import X`: X)
+    for importer in sorted(importers, key=lambda decl: decl.module):
+        for target in importer.imports:
+            want(target, 1)
+            module, _, name = target.rpartition(".")
+            imported_names.setdefault(module, set()).add(name)
+        for target in importer.called:
+            want(target, 1, called=True)
+    read = 0
+    while wanted and read < MAX_MODULES_READ:
+        module = min(wanted, key=lambda m: (wanted[m].depth, m))
+        entry = wanted.pop(module)
+        path = search.find(module)
+        data = _read(path)
+        if path is None or data is None:
+            continue
+        is_package = path.name.startswith("__init__")
+        relevant = entry.whole and mentions_any(data, names)
+        if relevant or (entry.called and is_package):  # a package: what it re-exports needs its imports
+            declarations = declare(data, module, is_package)
+        else:
+            called = _called_definitions(data, entry.called)  # only those functions: a module is 1,000 lines
+            if not called:
+                continue
+            declarations = declare(called, module, False)
+        read += 1
+        defines_called = any(isinstance(d, FunctionDecl) and d.name in entry.called for d in declarations)
+        if relevant or defines_called:  # calls on connector paths count in the run's own files only
+            found.extend(dataclasses.replace(d, outside=True) if isinstance(d, ModuleDecl) else d
+                         for d in declarations if not isinstance(d, PathCalls))
+        for decl in declarations:
+            if not isinstance(decl, ModuleDecl):
+                continue
+            aliases = dict(decl.aliases)
+            exported = [name for name in entry.called if name in aliases]
+            for name in exported:  # a package re-exporting the function: follow it to where it is defined
+                want(aliases[name], entry.depth + 1, called=True)
+            if exported and not (relevant or defines_called):  # the binder follows the re-export through it
+                found.append(dataclasses.replace(decl, outside=True))
+            if relevant and entry.depth < MAX_IMPORT_DEPTH:
+                for name in sorted(imported_names.get(module, ())):  # what it re-exports of what was asked of it
+                    if name in aliases:
+                        want(aliases[name], entry.depth + 1)
+                        target_module, _, target_name = aliases[name].rpartition(".")
+                        imported_names.setdefault(target_module, set()).add(target_name)
+        if relevant and entry.depth < MAX_IMPORT_DEPTH:
+            for base in sorted({base for d in declarations if isinstance(d, ClassDecl) for base in d.bases}):
+                want(base, entry.depth + 1)  # where its classes' bases are declared
+    return found
+
+
+def _called_definitions(data: bytes, names: Iterable[str]) -> bytes:
+    """The module-level `def`s of `names` (with their decorators) that could end a path or narrow: a body that
+    raises, a `NoReturn`/`Never` or `TypeGuard`/`TypeIs` return. Each runs from its `def` to the next line that
+    starts a statement at column 0; b"" when there is none."""
+    found = []
+    for name in sorted(names):
+        if b"def " + name.encode() not in data:
+            continue
+        for start, end in _top_level_defs(data, name.encode()):
+            while start > 0:  # its decorators
+                previous = data.rfind(b"\n", 0, start - 1) + 1
+                if not data.startswith(b"@", previous):
+                    break
+                start = previous
+            following = _TOP_LEVEL_LINE.search(data, end)
+            snippet = data[start : following.start() if following else len(data)]
+            if any(word in snippet for word in _PREDICATE_WORDS):
+                found.append(snippet.rstrip() + b"\n")
+    return b"\n\n".join(found)
+
+
+_TOP_LEVEL_LINE = re.compile(rb"^[^\s#]", re.M)
+
+
+def _top_level_defs(data: bytes, name: bytes) -> list[tuple[int, int]]:
+    """Where `def name` / `async def name` starts a line, and where its header's name ends."""
+    found = []
+    position = data.find(b"def " + name)
+    while position >= 0:
+        end = position + 4 + len(name)
+        line = data.rfind(b"\n", 0, position) + 1
+        prefix = data[line:position]
+        if prefix in (b"", b"async ") and not data[end : end + 1].isalnum() and data[end : end + 1] != b"_":
+            found.append((line, end))
+        position = data.find(b"def " + name, end)
+    return found
+
+
+@dataclass
+class _Wanted:
+    depth: int
+    whole: bool = False  # imported: read all of it if it mentions a configured name
+    called: set[str] = field(default_factory=set)  # the functions of it the relevant files call
+
+
+def _read(path: Path | None) -> bytes | None:
+    if path is None:
+        return None
+    from kvlint.running.discovery import read_source
+
+    try:
+        data = read_source(path)
+    except OSError:
+        return None
+    return data if len(data) <= MAX_MODULE_BYTES else None
+
+
+def imported_declarations_for(
+    declarations: Sequence[Declaration], config: Config, paths: Sequence[Path],
+    skipped: Sequence[tuple[SourceFile, bytes]] = (), store: ResultCache | None = None,
+) -> list[Declaration]:
+    """What the modules the run's relevant files import declare, where the run does not hold them: found in
+    the run's package roots, the project, the search path and the environment (this module).
+    A file named on the command line counts as an importer though the byte scan skipped it: the pre-commit
+    hook names the changed files, whose calls may reach what only an unchanged file declares."""
+    importers = [decl for decl in declarations if isinstance(decl, ModuleDecl)]
+    named = {os.path.abspath(path) for path in paths}
+    for source, data in skipped:
+        if os.path.abspath(source.path) in named:
+            module_name, is_package = module_name_for(source.path)
+            importers += [d for d in declarations_of(data, module_name, is_package, config)
+                          if isinstance(d, ModuleDecl)]
+    if not importers:
+        return []
+    from kvlint.config import project_root  # the config layer reads the binder: imported here, not at the top
+
+    first_party = sorted({top_package_root(path) for path in paths})
+    root = project_root(paths[0]) if paths else None
+    search = search_path_for(first_party, [Path(p) for p in config.search_path], config.python or None, root)
+
+    def declare(data: bytes, module: str, is_package: bool) -> list[Declaration]:
+        """A module's declarations, from the result cache when it has them (keyed by the bytes read)."""
+        if store is None:
+            return declarations_of(data, module, is_package, config)
+        key = store.file_key("<imported>", module, is_package, data)
+        cached = store.recall_declarations(key)
+        if cached is not None:
+            return cached
+        declared = declarations_of(data, module, is_package, config)
+        store.remember_declarations(key, declared)
+        return declared
+
+    return imported_declarations(importers, search, {decl.module for decl in importers}, config.names(), declare)
+
+
+def declarations_of(data: bytes, module_name: str, is_package: bool, config: Config) -> list[Declaration]:
+    """What a module the run does not analyse declares (a module its imports reach): [] if it cannot be read."""
+    try:
+        tree = parse_source(decode_source(data))
+    except SourceError:
+        return []
+    imports = ImportTable.from_statements(walk_statements(tree), module_name, is_package)
+    # no producers looked for: they matter for the run's own connector callees, which such a module never holds
+    return module_declarations(tree, module_name, imports, config.empty_sentinels)

@@ -1,0 +1,435 @@
+"""The tree-wide declaration index: every file's declarations, merged and looked up by class.
+
+Built before the per-file pass from each file's `ast` (cheap), so a call in one
+file to a method declared Optional in another is a KVC001 source, and a field
+declared non-Optional in a wrapper class is not one anywhere. Lookups go
+through the receiver's class and its bases, as a type checker's would. Only a
+receiver of unknown class falls back to names: a method call `obj.name()` is a
+source when every definition of that name in the tree returns Optional
+(precision first: one non-Optional definition and the call is not a source).
+It also knows which producers are only ever called on a connector path.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
+from itertools import chain
+
+from kvlint.byte_scan import mentions_any
+from kvlint.binding.declarations import (
+    ClassDecl, Declaration, FunctionDecl, GlobalDecl, ModuleDecl, PathCalls, TypeRef,
+)
+from kvlint.binding.names import matches
+
+# Functions every Python program knows never return (a path that calls one ends there).
+KNOWN_NO_RETURN = (
+    "sys.exit", "os._exit", "os.abort", "exit", "quit",
+    "pytest.fail", "pytest.skip", "pytest.xfail", "pytest.exit",
+    "typing.assert_never", "typing_extensions.assert_never",
+)
+MAX_BASE_DEPTH = 12
+_IMPLICIT_BASES = ("object", "typing.Generic", "typing.Protocol", "typing.NamedTuple", "abc.ABC", "enum.Enum")
+_WORD = re.compile(r"\w+")  # a name's mentions: the words equal to it (`\bname\b`)
+_WORD_CHAR = re.compile(r"\w")
+_FEW_NAMES = 8  # up to this many names, a `str.find` per name; more, one pass over every word of the text
+_DEFINITION = re.compile(r"\bdef\s+(\w+)")
+
+
+def returns_optional_payload(decl: FunctionDecl, payload_classes: tuple[str, ...]) -> bool:
+    """The function is declared to return the payload class or None."""
+    returns = decl.returns
+    if returns is None or returns.kind != "class":
+        return False
+    return returns.optional and matches(returns.name, payload_classes)
+
+
+def _holds(type_: TypeRef, payload: tuple[str, ...]) -> bool:
+    """The type is the payload class, or a container of it."""
+    while type_.kind in ("list", "dict") and type_.element is not None:
+        type_ = type_.element
+    return type_.kind == "class" and matches(type_.name, payload)
+
+
+class TreeIndex:
+    """Answers what the tree declares: return types, class members, globals, functions that never return."""
+
+    def __init__(
+        self, declarations: Iterable[Declaration] = (), other_definitions: Iterable[str] = (),
+        payload_classes: tuple[str, ...] = ("KVConnectorOutput",),
+    ):
+        declarations = list(declarations)
+        payload = payload_classes
+        self.functions: dict[str, FunctionDecl] = {}
+        self.classes: dict[str, ClassDecl] = {}
+        self.globals: dict[str, TypeRef] = {}
+        self._mro: dict[str, list[ClassDecl]] = {}  # lookups repeat for every attribute read of `self`
+        # calls made where an invariant's connector is active: `kv:.name` (methods), `kv:name` (functions)
+        self.path_calls: dict[str, int] = {}
+        # functions only ever called there: `.name` or `name` -> the invariants whose path it is on
+        self.connector_callees: dict[str, tuple[str, ...]] = {}
+        # each module of the run and what its imports name: which declarations a module can reach
+        self.modules: dict[str, tuple[str, ...]] = {}
+        self._aliases: dict[str, dict[str, str]] = {}  # module -> the names its imports bind (re-exports)
+        self.outside_modules: set[str] = set()  # read beyond the run's files: declarations, never callers
+        self._reachable: dict[str, frozenset[str]] = {}
+        classes_by_name: dict[str, list[ClassDecl]] = {}
+        ambiguous: set[str] = set()  # two files of one module name (scripts without packages): trust neither
+        for decl in declarations:
+            if isinstance(decl, FunctionDecl):
+                if self.functions.setdefault(decl.qualname, decl) != decl:
+                    ambiguous.add(decl.qualname)
+            elif isinstance(decl, ClassDecl):
+                if self.classes.setdefault(decl.qualname, decl) != decl:
+                    ambiguous.add(decl.qualname)
+                classes_by_name.setdefault(decl.name, []).append(decl)
+            elif isinstance(decl, GlobalDecl):
+                if self.globals.setdefault(decl.qualname, decl.type) != decl.type:
+                    ambiguous.add(decl.qualname)
+            elif isinstance(decl, PathCalls):
+                for name, count in decl.counts:
+                    self.path_calls[name] = self.path_calls.get(name, 0) + count
+            elif isinstance(decl, ModuleDecl):
+                if self.modules.setdefault(decl.module, decl.imports) != decl.imports:
+                    self.modules[decl.module] = tuple(sorted({*self.modules[decl.module], *decl.imports}))
+                self._aliases.setdefault(decl.module, {}).update(decl.aliases)
+                if decl.outside:
+                    self.outside_modules.add(decl.module)
+        for qualname in ambiguous:
+            self.functions.pop(qualname, None)
+            self.classes.pop(qualname, None)
+            self.globals.pop(qualname, None)
+        self._classes_by_name = {name: tuple(found) for name, found in classes_by_name.items()}
+        # every dotted prefix of a declared name: the modules (and classes) the tree holds
+        scopes: set[str] = set()
+        for qualname in chain(self.classes, self.functions):
+            while "." in qualname:
+                qualname = qualname.rpartition(".")[0]
+                if qualname in scopes:
+                    break
+                scopes.add(qualname)
+        self._scopes = frozenset(scopes)
+        functions = [d for d in declarations if isinstance(d, FunctionDecl)]
+        optional = [d for d in functions if returns_optional_payload(d, payload)]
+        # the payload class each Optional-returning function declares (which invariant its value belongs to)
+        self.optional_qualnames = {d.qualname: d.returns.name for d in optional if d.returns is not None}
+        optional_names: dict[str, set[str]] = {}
+        for d in optional:
+            optional_names.setdefault(d.name, set()).add(d.returns.name if d.returns is not None else "")
+        plain_names = {d.name for d in functions if not returns_optional_payload(d, payload)} | set(other_definitions)
+        self.optional_method_names = {  # the payload classes its definitions declare, as they spell them
+            name: tuple(sorted(classes)) for name, classes in optional_names.items() if name not in plain_names
+        }
+        # where each of those names is defined Optional: a module reaches the fallback only through its imports
+        self._optional_method_modules: dict[str, frozenset[str]] = {
+            name: frozenset(self.module_of(d.qualname) for d in optional if d.name == name)
+            for name in self.optional_method_names
+        }
+        self.payload_names = frozenset(
+            [name for decl in self.classes.values() for name, type_ in decl.members if _holds(type_, payload)]
+            + [d.name for d in functions if d.returns is not None and _holds(d.returns, payload)]
+            + [q.rpartition(".")[2] for q, type_ in self.globals.items() if _holds(type_, payload)]
+            + [name for decl in self.classes.values() for name in decl.sentinel_members]  # `self._EMPTY.x = ...`
+        )
+
+    def candidate_names(self) -> frozenset[str]:
+        """Names whose mention makes a file worth analysing: what is declared to hold or return the payload,
+        and class attributes bound to the empty sentinel."""
+        return frozenset(q.rpartition(".")[2] for q in self.optional_qualnames) | self.payload_names
+
+    def key(self) -> list[object]:
+        """Everything a file's report may depend on, for the result cache's key."""
+        return [
+            # `returns_output` matters to its own file (keyed by content) and through `connector_callees`
+            sorted([d.to_json()[:-1] for d in self.functions.values()], key=repr),
+            sorted([d.to_json() for d in self.classes.values()], key=repr),
+            sorted([[q, t.to_json()] for q, t in self.globals.items()], key=repr),
+            sorted(self.optional_method_names.items()),
+            sorted(self.connector_callees.items()),
+            # what each module imports and re-exports decides what the others reach
+            sorted(self.modules.items()),
+            sorted((module, sorted(aliases.items())) for module, aliases in self._aliases.items()),
+            sorted(self.outside_modules),
+        ]
+
+    def callee_candidates(self) -> list[str]:
+        """Functions that return an output and are called on a connector path somewhere: if every mention
+        of the name in the tree is such a call, the function is on a connector path itself."""
+        defined: dict[str, int] = {}
+        own = [d for d in self.functions.values() if self.module_of(d.qualname) not in self.outside_modules]
+        for decl in own:
+            defined[decl.name] = defined.get(decl.name, 0) + 1
+        producing = {self._call_key(d) for d in own if d.returns_output and defined[d.name] == 1}
+        return sorted(key for key in self.path_calls if key.partition(":")[2] in producing)
+
+    def _call_key(self, decl: FunctionDecl) -> str:
+        """How calls of the function are counted: `.name` for a method, `name` for a function."""
+        return f".{decl.name}" if decl.qualname.rpartition(".")[0] in self.classes else decl.name
+
+    def callee_names(self) -> tuple[str, ...]:
+        """The names of the callee candidates, as a text mentions them."""
+        return tuple(sorted({key.partition(":")[2].lstrip(".") for key in self.callee_candidates()}))
+
+    def path_only_callees(self, relevant_texts: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """The candidates every mention of which in the relevant texts is a counted call: `.name` or `name`
+        -> the invariants whose path those calls are on. Each is a connector callee unless a file outside
+        the texts (one the byte scan skipped) names it too (`settle_connector_callees`)."""
+        wanted = set(self.callee_names())
+        mentions: Counter[str] = Counter()
+        for text in relevant_texts:
+            if mentions_any(text, wanted):  # most texts name none of them
+                mentions.update(word_mentions(text, wanted))
+        found: dict[str, tuple[str, ...]] = {}
+        for key in self.callee_candidates():
+            invariant, _, call = key.partition(":")
+            if mentions[call.lstrip(".")] == self.path_calls[key]:  # else also called, or named, off the path
+                found[call] = (*found.get(call, ()), invariant)
+        return found
+
+    def settle_connector_callees(self, path_only: dict[str, tuple[str, ...]], named_elsewhere: Collection[str]) -> None:
+        """Keep those of `path_only_callees` that no other file names (the other files have no guard at all)."""
+        self.connector_callees = {
+            call: invariants for call, invariants in path_only.items() if call.lstrip(".") not in named_elsewhere
+        }
+
+    # ------------------------------------------------------------ functions
+
+    def returns_optional(
+        self, callee: str, module_name: str, reach: frozenset[str] | None = None
+    ) -> tuple[str, ...] | None:
+        """The payload classes a call to the resolved callee (receiver unknown) is declared to return Optional
+        (each definition of a method name may spell one); None when it returns no Optional payload."""
+        for name in (callee, f"{module_name}.{callee}"):
+            if name in self.optional_qualnames:
+                return (self.optional_qualnames[name],)
+        if "." in callee:
+            name = callee.rpartition(".")[2]
+            found = self.optional_method_names.get(name)
+            if found and self.modules:
+                reach = self.reachable(module_name) if reach is None else reach
+                if not self._optional_method_modules[name] & reach:
+                    return None  # defined Optional only in modules this one never imports: another class's method
+            return found
+        return None
+
+    def function(self, callee: str, module_name: str) -> FunctionDecl | None:
+        """The declaration of a resolved function name (`pkg.mod.f`, or `f` of this module), through re-exports."""
+        return (self.functions.get(callee) or self.functions.get(f"{module_name}.{callee}")
+                or self.functions.get(self.canonical(callee)))
+
+    def canonical(self, name: str) -> str:
+        """Where a dotted name is declared, following the re-exports of the modules on its way
+        (`pkg.fail`, bound in `pkg/__init__.py` by `from .errors import fail`, is `pkg.errors.fail`)."""
+        for _ in range(MAX_BASE_DEPTH):
+            module, rest = name, ""
+            while "." in module and module not in self._aliases:
+                module, _, last = module.rpartition(".")
+                rest = f"{last}.{rest}" if rest else last
+            head, _, tail = rest.partition(".")
+            target = self._aliases.get(module, {}).get(head) if head else None
+            if not target or target == f"{module}.{head}":
+                return name
+            name = f"{target}.{tail}" if tail else target
+        return name
+
+    def never_returns(self, callee: str | None, module_name: str) -> bool:
+        """A call to this resolved name ends the path."""
+        if not callee:
+            return False
+        if callee in KNOWN_NO_RETURN:
+            return True
+        decl = self.function(callee, module_name)
+        return decl is not None and decl.never_returns
+
+    # -------------------------------------------------------------- classes
+
+    def class_named(self, name: str, module_name: str = "", reach: frozenset[str] | None = None) -> ClassDecl | None:
+        """The class a resolved name refers to in `module_name`: by qualified name, else the only class so named
+        among the modules it reaches through its imports (a module the tree does not hold, or a script
+        outside any package)."""
+        found = self.classes.get(name) or (self.classes.get(f"{module_name}.{name}") if module_name else None)
+        if found is None and "." in name and self._aliases:
+            found = self.classes.get(self.canonical(name))
+        if found is not None:
+            return found
+        if "." in name and (self._known_module(name) or not module_name):
+            return None  # a qualified name no module resolves it in: the class is not in the tree
+        candidates = self._classes_by_name.get(name.rpartition(".")[2], ())
+        if reach is None and module_name in self.modules:
+            reach = self.reachable(module_name)
+        if reach is not None and self.modules:
+            candidates = tuple(c for c in candidates if self.module_of(c.qualname) in reach)
+        return candidates[0] if len(candidates) == 1 else None
+
+    def module_of(self, qualname: str) -> str:
+        """The module of the run a declared name lives in (its longest dotted prefix that is one)."""
+        module = qualname
+        while "." in module:
+            module = module.rpartition(".")[0]
+            if module in self.modules:
+                return module
+        return qualname.partition(".")[0] if qualname in self.modules or "." not in qualname else module
+
+    def reachable(self, module_name: str, imports: Collection[str] = ()) -> frozenset[str]:
+        """The modules of the run that `module_name` imports, directly or through others it imports, and itself
+        (with the packages they are in, whose `__init__` an import runs). `imports`: what the module's own
+        imports name, for a module the index holds no entry of (a caller found among the skipped files)."""
+        known = module_name in self.modules
+        found = self._reachable.get(module_name) if known else None
+        if found is not None:
+            return found
+        seen = {module_name}
+        stack = [module_name]
+        while stack:
+            current = stack.pop()
+            for target in self.modules.get(current, ()) if known or current != module_name else imports:
+                while target:
+                    if target in self.modules and target not in seen:
+                        seen.add(target)
+                        stack.append(target)
+                    target = target.rpartition(".")[0]
+        found = frozenset(seen)
+        if known:
+            self._reachable[module_name] = found
+        return found
+        seen = {module_name}
+        stack = [module_name]
+        while stack:
+            for target in self.modules.get(stack.pop(), ()):
+                while target:
+                    if target in self.modules and target not in seen:
+                        seen.add(target)
+                        stack.append(target)
+                    target = target.rpartition(".")[0]
+        found = self._reachable[module_name] = frozenset(seen)
+        return found
+
+    def _known_module(self, name: str) -> bool:
+        """Whether the tree holds the module a dotted class name points into (then it is not there)."""
+        return name.rpartition(".")[0] in self._scopes
+
+    def mro(self, qualname: str) -> list[ClassDecl]:
+        """The class and its bases that the tree declares, nearest first (depth-first, cycle-safe)."""
+        cached = self._mro.get(qualname)
+        if cached is None:
+            cached = self._mro[qualname] = self._compute_mro(qualname)
+        return cached
+
+    def _compute_mro(self, qualname: str) -> list[ClassDecl]:
+        found: list[ClassDecl] = []
+        seen: set[str] = set()
+        stack = [(qualname, 0, "")]
+        while stack:
+            name, depth, module = stack.pop(0)
+            decl = self.class_named(name, module) if module else self.classes.get(name)
+            if decl is None or decl.qualname in seen or depth > MAX_BASE_DEPTH:
+                continue
+            seen.add(decl.qualname)
+            found.append(decl)
+            declaring = self.module_of(decl.qualname)
+            stack.extend((base, depth + 1, declaring) for base in decl.bases)
+        return found
+
+    def member(self, class_name: str, attribute: str) -> TypeRef | None:
+        """The declared type of `attribute` on instances of the class, from the nearest declaring class."""
+        for decl in self.mro(class_name):
+            found = decl.member_types().get(attribute)
+            if found is not None:
+                return found
+        return None
+
+    def declares_attribute(self, class_name: str, attribute: str) -> bool | None:
+        """Whether instances of the class have `attribute` by declaration (a field, an annotated or assigned
+        attribute, a property or method, of it or a base); None when a base is out of the tree's sight."""
+        classes = self.mro(class_name)
+        if not classes:
+            return None
+        known = {decl.qualname for decl in classes}
+        for decl in classes:
+            if attribute in decl.member_types() or attribute in decl.rebound or attribute in decl.sentinel_members:
+                return True
+            if f"{decl.qualname}.{attribute}" in self.functions:
+                return True
+            module = self.module_of(decl.qualname)
+            for base in decl.bases:
+                if matches(base, _IMPLICIT_BASES):
+                    continue
+                found = self.class_named(base, module)
+                if found is None or found.qualname not in known:
+                    return None
+        return False
+
+    def method(self, class_name: str, name: str) -> FunctionDecl | None:
+        """The declaration of a method, from the nearest class that defines it."""
+        for decl in self.mro(class_name):
+            found = self.functions.get(f"{decl.qualname}.{name}")
+            if found is not None:
+                return found
+        return None
+
+    def tuple_member(self, class_name: str, attribute: str) -> list[tuple[int, int, str]]:
+        """Where a tuple of step state the class keeps in `attribute` holds a connector output: (length,
+        position, field) from the nearest class that assigns it; [] when none does."""
+        for decl in self.mro(class_name):
+            found = [(length, position, field) for name, length, position, field in decl.tuple_members
+                     if name == attribute]
+            if found or attribute in decl.member_types() or attribute in decl.rebound:
+                return found
+        return []
+
+    def sentinel_member(self, class_name: str, attribute: str) -> str | None:
+        """The sentinel (resolved name) the attribute is the class's handle on, when no class on the way (nor
+        an instance, through `self.x = ...`) binds it to anything else; None when it is no such handle."""
+        for decl in self.mro(class_name):
+            if attribute in decl.rebound:
+                return None
+            if attribute in decl.sentinel_members:
+                position = decl.sentinel_members.index(attribute)
+                return decl.sentinel_sources[position] if position < len(decl.sentinel_sources) else ""
+        return None
+
+    def fields(self, class_name: str) -> tuple[str, ...] | None:
+        """A class's positional field order (bases first), or None when a base is not in the tree."""
+        chain_: list[ClassDecl] = []
+        decl = self.classes.get(class_name)
+        while decl is not None:
+            if not decl.positional:
+                return None  # its own `__init__`, keyword-only fields, or not a dataclass: positions unknown
+            chain_.append(decl)
+            bases = [b for b in decl.bases if not matches(b, ("object", "Generic", "Protocol", "NamedTuple"))]
+            if not bases:
+                break
+            if len(bases) > 1:
+                return None
+            decl = self.class_named(bases[0], self.module_of(decl.qualname))
+            if decl is None or len(chain_) > MAX_BASE_DEPTH:
+                return None
+        if not chain_:
+            return None
+        return tuple(name for decl in reversed(chain_) for name in decl.fields)
+
+    def global_type(self, qualname: str) -> TypeRef | None:
+        found = self.globals.get(qualname)
+        return found if found is not None or not self._aliases else self.globals.get(self.canonical(qualname))
+
+
+def word_mentions(text: str, names: Iterable[str]) -> Counter[str]:
+    """How often each name is a word of the text (`\bname\b`), less its definitions (`def name`).
+
+    A few names are found with `str.find` each (a 7,000-line file in a millisecond); many, with one pass
+    over every word of the text, so that the cost never grows with the number of names times the text."""
+    wanted = set(names)
+    counts: Counter[str] = Counter()
+    if len(wanted) > _FEW_NAMES:
+        counts.update(word for word in _WORD.findall(text) if word in wanted)
+    else:
+        for name in wanted:
+            position = text.find(name)
+            while position >= 0:
+                end = position + len(name)
+                if not (position and _WORD_CHAR.match(text, position - 1)) and not _WORD_CHAR.match(text, end):
+                    counts[name] += 1
+                position = text.find(name, end)
+    counts.subtract(name for name in _DEFINITION.findall(text) if name in wanted)
+    return counts

@@ -1,0 +1,2 @@
+"""Reports: one module per output format, for `check` and `audit` alike, behind one format table; the audit
+inventory and baselines."""

@@ -1,0 +1,52 @@
+"""The dot format of `kvlint audit`: the connector graph for graphviz."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kvlint.report.graph import _COLOURS, GRAPH_LEGEND, _drawn
+from kvlint.report.safe_text import printable
+
+if TYPE_CHECKING:
+    from kvlint.report.audit import AuditReport
+
+
+def _dot_text(text: str) -> str:
+    return printable(text).replace("\\", "\\\\").replace('"', '\\"')
+
+
+def audit_dot(report: AuditReport) -> str:
+    """The same graph for Graphviz (`dot -Tsvg`, `dot -Tpng`): one cluster per side, module and class."""
+    drawn = _drawn(report)
+    legend = "\\n".join(_dot_text(line) for line in GRAPH_LEGEND)
+    hubs = ", ".join(drawn.hubs.values())
+    lines = [
+        "digraph kvlint {",
+        '  graph [rankdir=LR, fontname="Helvetica", fontsize=12, nodesep=0.25, ranksep=1.6, labelloc=t, '
+        f'label="kvlint audit of {_dot_text(", ".join(report.paths))}: producers and consumers of '
+        f'{_dot_text(hubs)}\\n{legend}"];',
+        '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=11];',
+        '  edge [fontname="Helvetica", fontsize=9];',
+    ]
+    cluster_styles = {1: 'style="rounded,dashed"; color="#9e9e9e";', 2: 'style="rounded"; color="#bdbdbd";',
+                      3: 'style="rounded,filled"; color="#e0e0e0"; fillcolor="#fafafa";'}
+    for kind, depth, ident, label, status in drawn.lines:
+        indent = "  " * depth
+        if kind == "open":
+            lines.append(f"{indent}subgraph cluster_{ident} {{")
+            lines.append(f'{indent}  label="{_dot_text(label)}"; {cluster_styles[depth]}')
+        elif kind == "close":
+            lines.append(f"{indent}}}")
+        else:
+            fill, stroke = _COLOURS[status]
+            lines.append(f'{indent}{ident} [label="{_dot_text(label)}", fillcolor="{fill}", color="{stroke}"];')
+    for ident, label in drawn.hubs.items():
+        lines.append(f'  {ident} [label="{_dot_text(label)}", shape=ellipse, fillcolor="#fff7d6", '
+                     'color="#8a6d00", penwidth=2];')
+    for source, target, label, status in drawn.edges:
+        colour = _COLOURS[status][1]
+        style = "dashed" if status == "off" else "solid"
+        lines.append(f'  {source} -> {target} [label="{_dot_text(label)}", color="{colour}", '
+                     f'fontcolor="{colour}", style={style}];')
+    lines.append("}")
+    return "\n".join(lines) + "\n"

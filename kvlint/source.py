@@ -1,0 +1,119 @@
+"""A file's text as Python reads it: decoding (BOM, coding cookie, UTF-8), the tokenizer's line splitting,
+`SourceError` (KVC900's message and position), `ast` parsing with CPython's positions, and dotted module
+names. Every layer reads it; it imports nothing of kvlint."""
+
+from __future__ import annotations
+
+import ast
+import codecs
+import re
+import threading
+import warnings
+from pathlib import Path
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+class SourceError(Exception):
+    """The file cannot be decoded or parsed; carries a one-line message and a position."""
+
+    def __init__(self, message: str, line: int = 1, column: int = 0):
+        super().__init__(message)
+        self.message = message
+        self.line = max(line, 1)
+        self.column = max(column, 0)
+
+
+_WARNINGS_FILTER = threading.Lock()  # `catch_warnings` swaps a process-wide list: one thread at a time
+
+
+def parse_source(text: str) -> ast.Module:
+    """`ast.parse`, its errors a `SourceError` positioned as CPython gives them."""
+    try:
+        with _WARNINGS_FILTER, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the analysed code's SyntaxWarnings are not kvlint's to print
+            return ast.parse(text)
+    except SyntaxError as exc:
+        line = exc.lineno or 1
+        column = (exc.offset or 1) - 1
+        raise SourceError(f"cannot parse: {exc.msg}", line, column) from None
+    except (RecursionError, MemoryError):
+        raise SourceError("cannot parse: too deeply nested") from None
+    except ValueError as exc:
+        raise SourceError(f"cannot parse: {exc}") from None
+
+
+def split_lines(text: str) -> list[str]:
+    """Split like Python's tokenizer: only \\r\\n, \\r and \\n end a line (not \\f or \\x1c)."""
+    return _LINE.findall(text)
+
+
+def decode_source(data: bytes) -> str:
+    """Decode source bytes as Python does (BOM, coding cookie, UTF-8 default)."""
+    for bom, name in (
+        (codecs.BOM_UTF32_LE, "UTF-32"),
+        (codecs.BOM_UTF32_BE, "UTF-32"),
+        (codecs.BOM_UTF16_LE, "UTF-16"),
+        (codecs.BOM_UTF16_BE, "UTF-16"),
+    ):
+        if data.startswith(bom):
+            raise SourceError(
+                f"cannot decode: {name} (byte order mark); Python source must be UTF-8 "
+                "or an ASCII-compatible encoding named in a coding cookie"
+            )
+    reject_nul(data)
+    encoding = "utf-8-sig" if data.startswith(codecs.BOM_UTF8) else "utf-8"
+    cookie = coding_cookie(data)
+    if cookie is not None:
+        try:
+            encoding = codecs.lookup(cookie).name
+        except LookupError:
+            raise SourceError(f"cannot decode: unknown encoding {cookie!r} in the coding cookie") from None
+        if data.startswith(codecs.BOM_UTF8) and encoding != "utf-8":
+            raise SourceError(f"cannot decode: a UTF-8 byte order mark with a {cookie!r} coding cookie")
+        if encoding == "utf-8" and data.startswith(codecs.BOM_UTF8):
+            encoding = "utf-8-sig"
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1)
+        name = "utf-8" if encoding == "utf-8-sig" else encoding
+        raise SourceError(f"cannot decode as {name}: {exc.reason} at byte {exc.start}", line, column) from None
+    return text
+
+
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
+def coding_cookie(data: bytes) -> str | None:
+    """Return the PEP 263 coding cookie of the first two lines, as CPython finds it."""
+    lines = data.split(b"\n", 2)[:2]
+    for number, line in enumerate(lines):
+        match = _COOKIE.match(line)
+        if match:
+            return match.group(1).decode("ascii", "replace")
+        if number == 0 and not re.match(rb"^[ \t\f]*(?:[#\r]|$)", line):
+            break  # the cookie may sit on line 2 only when line 1 is blank or a comment
+    return None
+
+
+def reject_nul(source: bytes | str) -> None:
+    """Raise KVC900's NUL byte error, positioned at the first NUL, if there is one."""
+    nul, newline = (source.find(b"\0"), b"\n") if isinstance(source, bytes) else (source.find("\0"), "\n")
+    if nul >= 0:
+        line = source.count(newline, 0, nul) + 1  # type: ignore[arg-type]
+        column = nul - (source.rfind(newline, 0, nul) + 1)  # type: ignore[arg-type]
+        raise SourceError("cannot parse: source contains a NUL byte", line, column)
+
+
+def module_name_for(path: Path) -> tuple[str, bool]:
+    """Return the dotted module name of a file (walking up `__init__.py` packages) and whether it is a package."""
+    path = path.resolve() if path.is_absolute() else Path.cwd().joinpath(path).resolve()
+    is_package = path.stem == "__init__"
+    parts: list[str] = [] if is_package else [path.stem]
+    directory = path.parent
+    while (directory / "__init__.py").is_file() and directory.parent != directory:
+        parts.append(directory.name)
+        directory = directory.parent
+    return ".".join(reversed(parts)), is_package
