@@ -201,7 +201,7 @@ def _split_patterns(patterns: Sequence[str]) -> tuple[list[str], list[str], list
         else:
             while pattern.startswith("./"):
                 pattern = pattern[2:]
-            relative.extend(_zero_depth_variants(pattern.rstrip("/") or "."))
+            relative.append(pattern.rstrip("/") or ".")
     return names, relative, absolute
 
 
@@ -209,7 +209,9 @@ def _zero_depth_variants(pattern: str) -> list[str]:
     """`pattern` and, for each `**/` in it, the spelling without it: `**` also matches no directory.
 
     fnmatch's `*` already crosses `/` (as flake8's matching does), so `**/test_*.py` matches
-    `a/b/test_x.py`; the variants make it match `test_x.py` at the root too.
+    `a/b/test_x.py`; the variants make it match `test_x.py` at the root too. There are 2^n of them for
+    n `**/` parts: only patterns with at most `_MAX_EXPANDED_GLOBSTARS` are spelled so (`_Glob` matches
+    the others).
     """
     variants = [pattern]
     index = 0
@@ -235,7 +237,7 @@ def _path_matches(path: Path | str, patterns: Sequence[str], root: str) -> bool:
     """Match `path` or a directory of it below `root` against exclude-style patterns."""
     absolute = os.path.abspath(path)
     name_patterns, path_patterns, absolute_patterns = _compiled_patterns(tuple(patterns))
-    if absolute_patterns and _any_match(Path(absolute).as_posix(), absolute_patterns):
+    if absolute_patterns[0] is not None and _any_match(Path(absolute).as_posix(), absolute_patterns):
         return True
     try:
         relative = os.path.relpath(absolute, root)
@@ -251,26 +253,128 @@ def _path_matches(path: Path | str, patterns: Sequence[str], root: str) -> bool:
             return True
         if _any_match("/".join(parts[:depth]), path_patterns):
             return True
-        if absolute_patterns and _any_match(
+        if absolute_patterns[0] is not None and _any_match(
             Path(root, *parts[:depth]).as_posix(), absolute_patterns
         ):
             return True
     return False
 
 
+_MAX_EXPANDED_GLOBSTARS = 3  # a pattern with more `**/` parts is matched by `_Glob`, not by 2^n regex variants
+_Matchers = tuple[re.Pattern[str] | None, tuple["_Glob", ...]]
+
+
 @functools.lru_cache(maxsize=64)
-def _compiled_patterns(patterns: tuple[str, ...]) -> tuple[re.Pattern[str] | None, ...]:
+def _compiled_patterns(patterns: tuple[str, ...]) -> tuple[_Matchers, ...]:
     """Name, root-relative and absolute patterns, each kind one regular expression (a path is matched
-    once per directory level: `fnmatch` per pattern made that a tenth of a millisecond a file)."""
+    once per directory level: `fnmatch` per pattern made that a tenth of a millisecond a file).
+
+    A root-relative pattern stands for its `_zero_depth_variants` when it has a few `**/` parts; one with
+    more is a `_Glob` of its own, matched in time linear in the path and the pattern (issue 29: n `**/`
+    parts made 2^n variants, and n = 16 took minutes and a gigabyte in every face).
+    """
+    names, relative, absolute = _split_patterns(patterns)
+    globs = tuple(_Glob(os.path.normcase(p)) for p in relative if _globstars(p) > _MAX_EXPANDED_GLOBSTARS)
+    expanded = [v for p in relative if _globstars(p) <= _MAX_EXPANDED_GLOBSTARS for v in _zero_depth_variants(p)]
     return tuple(
-        re.compile("|".join(f"(?:{fnmatch.translate(os.path.normcase(p))})" for p in kind)) if kind else None
-        for kind in _split_patterns(patterns)
+        (re.compile("|".join(f"(?:{fnmatch.translate(os.path.normcase(p))})" for p in kind)) if kind else None,
+         kind_globs)
+        for kind, kind_globs in ((names, ()), (expanded, globs), (absolute, ()))
     )
 
 
-def _any_match(name: str, pattern: re.Pattern[str] | None) -> bool:
-    """`fnmatch.fnmatch` against any of the patterns compiled into `pattern`."""
-    return pattern is not None and pattern.match(os.path.normcase(name)) is not None
+def _globstars(pattern: str) -> int:
+    return len(_segment_starts(pattern, "**/"))
+
+
+def _any_match(name: str, matchers: _Matchers) -> bool:
+    """`fnmatch.fnmatch` against any of the patterns compiled into `matchers`."""
+    pattern, globs = matchers
+    name = os.path.normcase(name)
+    return (pattern is not None and pattern.match(name) is not None) or any(glob.match(name) for glob in globs)
+
+
+_SEPARATOR = os.path.normcase("/")
+
+
+class _Glob:
+    """One exclude-style pattern as a bit-parallel automaton: `**/` at the start of a segment matches no
+    directory or any ending in `/`, and otherwise fnmatch's rules (`*` and `?` cross `/`). A name is matched
+    in one pass, a few integer operations per character: linear in the name and the pattern, as git's and
+    ruff's glob matching are, where the variants of `_zero_depth_variants` double with each `**/`."""
+
+    __slots__ = ("_literals", "_classes", "_any", "_star", "_globstar", "_loop", "_accept", "_consume")
+
+    def __init__(self, pattern: str) -> None:
+        literals: dict[str, int] = {}
+        classes: list[tuple[int, re.Pattern[str]]] = []
+        any_char = star = globstar = loop = 0
+        state, i, n = 0, 0, len(pattern)
+        after_star = False  # `**` that starts no segment is one `*`, as in fnmatch
+        while i < n:
+            if (i == 0 or pattern[i - 1] == _SEPARATOR) and pattern.startswith("**" + _SEPARATOR, i):
+                globstar |= 1 << state  # skips to state + 2, or enters the loop at state + 1
+                loop |= 1 << (state + 1)  # any character; a `/` also leaves for state + 2
+                state, i, after_star = state + 2, i + 3, False
+                continue
+            char = pattern[i]
+            i += 1
+            if char == "*":
+                if not after_star:
+                    star |= 1 << state
+                    state += 1
+                after_star = True
+                continue
+            after_star = False
+            if char == "?":
+                any_char |= 1 << state
+            elif char == "[":  # a bracket expression where fnmatch.translate sees one
+                j = i
+                if j < n and pattern[j] == "!":
+                    j += 1
+                if j < n and pattern[j] == "]":
+                    j += 1
+                while j < n and pattern[j] != "]":
+                    j += 1
+                if j >= n:
+                    literals["["] = literals.get("[", 0) | 1 << state
+                else:
+                    classes.append((1 << state, re.compile(fnmatch.translate(pattern[i - 1:j + 1]))))
+                    i = j + 1
+            else:
+                literals[char] = literals.get(char, 0) | 1 << state
+            state += 1
+        self._literals, self._classes, self._any = literals, tuple(classes), any_char
+        self._star, self._globstar, self._loop = star, globstar, loop
+        self._accept = 1 << state
+        self._consume: dict[str, int] = {}  # per character: the states that move on it
+
+    def _closure(self, states: int) -> int:
+        while True:
+            grown = states | ((states & (self._star | self._globstar)) << 1) | ((states & self._globstar) << 2)
+            if grown == states:
+                return states
+            states = grown
+
+    def match(self, name: str) -> bool:
+        states = self._closure(1)
+        keep = self._star | self._loop
+        for char in name:
+            mask = self._consume.get(char)
+            if mask is None:
+                mask = self._literals.get(char, 0) | self._any
+                for bit, bracket in self._classes:
+                    if bracket.match(char):
+                        mask |= bit
+                if len(self._consume) < 256:
+                    self._consume[char] = mask
+            moved = ((states & mask) << 1) | (states & keep)
+            if char == _SEPARATOR:
+                moved |= (states & self._loop) << 1
+            if not moved:
+                return False
+            states = self._closure(moved)
+        return bool(states & self._accept)
 
 
 def _error(source: Path | None, message: str) -> ConfigError:
