@@ -12,6 +12,7 @@ import json
 import keyword
 import os
 import re
+import reprlib  # a value quoted in an error: short, and never recursing into a nested one
 import stat
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
@@ -466,7 +467,7 @@ def _invariant_keys(data: Mapping[str, object], section: str, source: Path) -> O
                 raise _error(source, f"{key!r} in {section} must be a string, got {_type_name(value)}")
             if key in _CHOICE_KEYS and value not in _CHOICE_KEYS[key]:
                 choices = " or ".join(repr(choice) for choice in _CHOICE_KEYS[key])
-                raise _error(source, f"{key!r} in {section} must be {choices}, got {value!r}")
+                raise _error(source, f"{key!r} in {section} must be {choices}, got {reprlib.repr(value)}")
             if key in _STRING_KEYS:
                 _check_name(value, key, section, source, dotted=True)
         else:
@@ -517,7 +518,7 @@ def _string_list(value: object, key: str, section: str, source: Path) -> tuple[s
             raise _error(
                 source,
                 f"{key!r} in {section} must be a list of strings, "
-                f"but item {index} is {_type_name(item)} {item!r}",
+                f"but item {index} is {_type_name(item)} {reprlib.repr(item)}",
             )
     return tuple(value)
 
@@ -593,8 +594,10 @@ def _decode(path: Path, raw: bytes) -> str:
 def _toml_section(path: Path, raw: bytes) -> Mapping[str, object] | None:
     try:
         document = tomllib.loads(_decode(path, raw))
-    except tomllib.TOMLDecodeError as exc:
+    except ValueError as exc:  # TOMLDecodeError, and an integer of more digits than int() takes
         raise _error(path, f"invalid TOML: {exc}") from exc
+    except (RecursionError, MemoryError) as exc:  # tomllib recurses once per nested array or inline table
+        raise _error(path, "invalid TOML: nested too deeply to read") from exc
     tool = document.get("tool")
     if not isinstance(tool, dict) or "kvlint" not in tool:
         return None
@@ -715,40 +718,63 @@ def find_config_file(start: Path, searched: dict[tuple[str, frozenset[int]], Pat
 def _config_file_in(directory: str, trusted: frozenset[int]) -> tuple[Path | None, bool]:
     """The directory's own pyproject.toml or setup.cfg with a kvlint section, and whether the search stops
     here (it does at that file, and at one owned by someone untrusted)."""
-    from kvlint.ownership import foreign_owner
 
     for name in ("pyproject.toml", "setup.cfg"):
         candidate = os.path.join(directory, name)
         if not _is_regular_file(candidate):
             continue
-        if foreign_owner(candidate, trusted) is not None:
+        if _foreign(candidate, trusted):
             return None, True
         if _section_in(Path(candidate)) is not None:
             return Path(candidate), True
     return None, False
 
 
-def project_root(start: Path, searched: dict[str, Path | None] | None = None) -> Path | None:
+def _foreign(path: str, trusted: frozenset[int]) -> bool:
+    """Whether `path`, or the symlink that names it, is owned by someone untrusted (a link planted in a shared
+    directory may point at a file root owns)."""
+    from kvlint.ownership import foreign_owner
+
+    try:
+        link_owner = os.lstat(path).st_uid
+    except OSError:
+        link_owner = None
+    return (link_owner is not None and link_owner not in trusted) or foreign_owner(path, trusted) is not None
+
+
+def project_root(start: Path, searched: dict[tuple[str, frozenset[int]], Path | None] | None = None
+                 ) -> Path | None:
     """The directory the defaults' globs (`test-files`) are relative to when no file configures kvlint.
 
     The nearest directory at or above `start` holding `.git`, `pyproject.toml` or `setup.cfg`
     (a project's root: `tests/**` then means the project's tests wherever kvlint runs from);
-    None, the current directory, when there is none. `searched` as for `find_config_file`.
+    None, the current directory, when there is none. As for the configuration search, a directory or
+    marker owned by someone untrusted (`kvlint.ownership`) ends the search with None: another user's empty
+    `setup.cfg` in a shared parent must not make a project below it "tests". `searched` as for
+    `find_config_file`.
     """
+    from kvlint.ownership import foreign_owner, trusted_owners
+
     current = os.path.abspath(start)
     if not os.path.isdir(current):
         current = os.path.dirname(current)
-    passed: list[str] = []  # where the search went on or stopped: all share its answer
+    trusted = trusted_owners(current)
+    passed: list[tuple[str, frozenset[int]]] = []  # where the search went on or stopped: all share its answer
     found: Path | None = None
     while True:
-        if searched is not None and current in searched:
-            found = searched[current]
+        key = (current, trusted)
+        if searched is not None and key in searched:
+            found = searched[key]
             break
-        passed.append(current)
-        if os.path.exists(os.path.join(current, ".git")) or any(
-            _is_regular_file(os.path.join(current, name)) for name in ("pyproject.toml", "setup.cfg")
-        ):
-            found = Path(current)
+        passed.append(key)
+        if foreign_owner(current, trusted) is not None:
+            break
+        markers = [os.path.join(current, ".git")] if os.path.exists(os.path.join(current, ".git")) else []
+        markers += [path for path in (os.path.join(current, name) for name in ("pyproject.toml", "setup.cfg"))
+                    if _is_regular_file(path)]
+        if markers:
+            if not any(_foreign(marker, trusted) for marker in markers):
+                found = Path(current)
             break
         parent = os.path.dirname(current)
         if parent == current:
@@ -856,7 +882,7 @@ class _Searches:
     """What the configuration searches from many directories found, by directory."""
 
     config_files: dict[tuple[str, frozenset[int]], Path | None] = field(default_factory=dict)
-    roots: dict[str, Path | None] = field(default_factory=dict)
+    roots: dict[tuple[str, frozenset[int]], Path | None] = field(default_factory=dict)
 
 
 def config_for_directory(directory: str, searches: _Searches | None = None) -> Config | ConfigError:
