@@ -387,7 +387,7 @@ def _check(args: argparse.Namespace) -> int:
 
         assert result.index is not None
         files = [
-            fix_file(path, config, result.index, args.unsafe_fixes, write=not args.diff)
+            fix_file(path, config, result.index, args.unsafe_fixes, write=not args.diff, within=args.paths)
             for path in fixable_paths(reported, args.unsafe_fixes)
         ]
         problems = {f.display_path: f.problem for f in files if f.problem}
