@@ -5,8 +5,10 @@ actions and hovers from the results; it analyses nothing itself (`kvlint.server.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
+import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -93,6 +95,8 @@ class KvlintLanguageServer(LanguageServer):
     def stop_threads(self) -> None:
         for timer in self.timers.values():
             timer.cancel()
+        for project in self.projects.values():
+            project.cancel()  # a running build stops at its next file
         self.analysis_thread.shutdown(wait=False, cancel_futures=True)
         self.index_thread.shutdown(wait=False, cancel_futures=True)
 
@@ -103,7 +107,7 @@ class KvlintLanguageServer(LanguageServer):
         self.folders = sorted({Path(os.path.abspath(folder)) for folder in folders}, key=lambda p: -len(str(p)))
         wanted = {str(folder) for folder in self.folders}
         for key in [key for key in self.projects if key not in wanted]:
-            del self.projects[key]
+            self.projects.pop(key).cancel()
         self.refresh_projects()
 
     def folder_of(self, path: Path | None) -> Path | None:
@@ -127,6 +131,8 @@ class KvlintLanguageServer(LanguageServer):
             project = self.projects.get(str(folder))
             if project is not None and project.config == config:
                 continue
+            if project is not None:
+                project.cancel()  # built for the old configuration: stale
             project = self.projects[str(folder)] = ProjectIndex(folder, config)
             self.log(f"kvlint: indexing {folder}")
             self.spawn(self.build(project), f"indexing {folder}")
@@ -421,11 +427,43 @@ def _hover_formats(capabilities: types.ClientCapabilities) -> list[Any]:
 
 
 def serve(run: Callable[[KvlintLanguageServer], None] | None = None) -> int:
-    """Serve on stdin/stdout; 0 after `shutdown` then `exit`, 1 when the client went away without them."""
+    """Serve on stdin/stdout; 0 after `shutdown` then `exit`, 1 when the client went away without them.
+
+    Serving the real stdio (`run` None), the process ends as soon as it is told: at `exit`, at the end of
+    stdin, at SIGTERM (143) or SIGINT (130), without waiting for the thread that reads stdin nor for an index
+    build (`os._exit` once stdout is flushed; the server writes no file, so nothing is left half done).
+    """
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="kvlint server: %(message)s")
+    if run is None:
+        for signum, (status, word) in {signal.SIGTERM: (143, "terminated"), signal.SIGINT: (130, "interrupted")
+                                       }.items():
+            signal.signal(signum, functools.partial(_leave_on_signal, status, word))
     server = build_server()
+    status = 1
     try:
         (run or (lambda s: s.start_io()))(server)
+        status = 0 if getattr(server.protocol, "_shutdown", False) else 1
+    except Exception as exc:  # noqa: BLE001 - real stdio: one line, then leave at once
+        if run is not None:
+            raise
+        sys.stderr.write(f"kvlint: internal error in the server: {type(exc).__name__}: {exc}\n")
+        status = 2
     finally:
         server.stop_threads()
-    return 0 if getattr(server.protocol, "_shutdown", False) else 1
+        if run is None:
+            _leave(status)
+    return status
+
+
+def _leave_on_signal(status: int, word: str, signum: int, frame: object) -> None:
+    os.write(2, f"kvlint: {word}\n".encode())
+    os._exit(status)  # not sys.exit: the interpreter would wait for the thread blocked reading stdin
+
+
+def _leave(status: int) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - the client may be gone
+            pass
+    os._exit(status)
