@@ -2,6 +2,10 @@
 
 import sys
 
-from kvlint.cli import main
+try:
+    from kvlint.cli import main
+except KeyboardInterrupt:  # Ctrl-C while the command line's modules load: no traceback, as during a run
+    sys.stderr.write("kvlint: interrupted\n")
+    sys.exit(130)
 
 sys.exit(main())

@@ -141,6 +141,10 @@ def _terminate(signum: int, frame: object) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     collect_garbage_rarely()
+    if sys.stdout is None:  # started with stdout closed (`>&-`): the exit status still tells the result
+        if sys.stderr is not None:
+            sys.stderr.write("kvlint: standard output is closed: the report is not shown\n")
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - for the rest of the process
     if threading.current_thread() is not threading.main_thread():
         return _main_reporting(argv)
     previous = signal.signal(signal.SIGTERM, _terminate)
@@ -456,7 +460,12 @@ def _check_stdin(args: argparse.Namespace) -> int:
         baseline = _read_baseline(args)
     else:
         baseline = None
-    data = sys.stdin.buffer.read()
+    if sys.stdin is None:  # started with stdin closed (`<&-`): bad input, not a kvlint bug
+        raise _UsageError("standard input is closed: nothing to check (give a path, or pipe the source in)")
+    try:
+        data = sys.stdin.buffer.read()
+    except OSError as exc:
+        raise _UsageError(f"cannot read standard input: {(exc.strerror or str(exc)).lower()}") from None
     from kvlint.paths import display_path
 
     display = display_path(Path(name)) if name else "-"
@@ -551,7 +560,7 @@ def _use_color(choice: str, output: Path | None) -> bool:
         return False
     if os.environ.get("NO_COLOR"):
         return False
-    return bool(os.environ.get("FORCE_COLOR")) or sys.stdout.isatty()
+    return bool(os.environ.get("FORCE_COLOR")) or (sys.stdout is not None and sys.stdout.isatty())
 
 
 def _check_report(args: argparse.Namespace, findings: list, fixed: int | None = None) -> str:  # type: ignore[type-arg]
@@ -665,7 +674,7 @@ def _audit(args: argparse.Namespace) -> int:
     shown = [path.as_posix() for path in args.paths] or ["."]
     report = build_audit(result, config, shown, findings, baselined)
     if args.format == "text":
-        terminal = args.output is None and sys.stdout.isatty()
+        terminal = args.output is None and sys.stdout is not None and sys.stdout.isatty()
         color = _use_color(args.color, args.output)  # FORCE_COLOR: e.g. CI logs, which are no tty
         width = shutil.get_terminal_size().columns if terminal else None
         text = audit_text(report, color=color, width=width)
