@@ -166,3 +166,51 @@ def test_adding_and_removing_a_folder_runs_no_stale_build(tmp_path: Path, monkey
 
     asyncio.run(scenario())
     assert len(read) <= 2 * 20  # the last build, and at most the one that had started (11 builds before)
+
+
+# ------------------------------------------------------------------------------------ JSON-RPC replies
+
+
+def _replies(process: subprocess.Popen[bytes], count: int) -> list[dict[str, object]]:
+    """The next `count` messages with an id (replies), skipping the server's notifications."""
+    assert process.stdout is not None
+    found: list[dict[str, object]] = []
+    while len(found) < count:
+        header = process.stdout.readline()
+        assert header.startswith(b"Content-Length: "), header
+        length = int(header.split(b":")[1])
+        while process.stdout.readline() not in (b"\r\n", b""):
+            pass
+        message = json.loads(process.stdout.read(length))
+        if "id" in message and "method" not in message:
+            found.append(message)
+    return found
+
+
+HOVER = {"textDocument": {"uri": "file:///nowhere/x.py"}, "position": {"line": 0, "character": 0}}
+
+
+def test_every_request_gets_a_reply_even_an_unreadable_one(tmp_path: Path) -> None:
+    process = _server(cwd=tmp_path)
+    assert process.stdin is not None
+    send = process.stdin.write
+    send(_message({"jsonrpc": "2.0", "id": 1, "method": "textDocument/hover", "params": HOVER}))
+    send(_message({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
+        "processId": None, "rootUri": None, "capabilities": {}}}))
+    send(_message({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    send(b"Content-Length: 16\r\n\r\nthis is not json")
+    send(_message({"jsonrpc": "2.0", "id": 3, "method": "textDocument/hover", "params": {"bogus": 1}}))
+    send(_message({"jsonrpc": "2.0", "id": 4, "method": "shutdown"}))
+    send(_message({"jsonrpc": "2.0", "id": 5, "method": "textDocument/hover", "params": HOVER}))
+    process.stdin.flush()
+    replies = _replies(process, 6)
+    process.stdin.write(_message({"jsonrpc": "2.0", "method": "exit"}))
+    process.stdin.flush()
+    assert _ends(process, "exit") == 0
+    by_id = {reply["id"]: reply for reply in replies}
+    assert by_id[1]["error"]["code"] == -32002  # type: ignore[index]
+    assert "result" in by_id[2]
+    assert by_id[None]["error"]["code"] == -32700  # type: ignore[index]
+    assert by_id[3]["error"]["code"] == -32602  # type: ignore[index]
+    assert by_id[4] == {"jsonrpc": "2.0", "id": 4, "result": None} or by_id[4].get("result") is None
+    assert by_id[5]["error"]["code"] == -32600  # type: ignore[index]

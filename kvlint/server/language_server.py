@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import logging
 import os
 import signal
@@ -16,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 
 from kvlint import __version__
 from kvlint.config import Config, ConfigError, load_config
@@ -32,13 +35,60 @@ DEBOUNCE_SECONDS = 0.05  # after a change, wait this long for the next keystroke
 CONFIG_FILES = ("pyproject.toml", "setup.cfg")
 WATCHED = ("**/*.py", "**/*.pyi", "**/pyproject.toml", "**/setup.cfg")
 LOG = logging.getLogger("kvlint.server")
+# JSON-RPC and LSP error codes
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, SERVER_NOT_INITIALIZED = -32700, -32600, -32602, -32002
+
+
+class _Answered:
+    """A request that could not be read, already answered with an error: nothing more to do with it."""
+
+    jsonrpc = "2.0"
+
+
+class KvlintProtocol(LanguageServerProtocol):
+    """pygls' protocol, with an error reply wherever a client could otherwise wait forever on a request's id:
+    before `initialize` (-32002, as LSP asks), after `shutdown` (-32600), and for params that do not fit the
+    method (-32602). A body that is not JSON gets -32700 with a null id (`KvlintLanguageServer.report_server_error`).
+    """
+
+    initialize_seen = False
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if "jsonrpc" in data and "method" in data and isinstance(data.get("id"), (int, str)):
+                code = INVALID_PARAMS if exc.code == INVALID_PARAMS else exc.code
+                self.reply_error(data["id"], code, f"invalid params for {data['method']}")
+                return _Answered()
+            raise
+
+    def handle_message(self, message: Any) -> None:
+        if isinstance(message, _Answered):
+            return
+        method, msg_id = getattr(message, "method", None), getattr(message, "id", None)
+        is_request = isinstance(method, str) and isinstance(msg_id, (int, str))
+        if method == types.INITIALIZE:
+            self.initialize_seen = True
+        elif not self.initialize_seen and method != types.EXIT:
+            if is_request:
+                self.reply_error(msg_id, SERVER_NOT_INITIALIZED, "the server is not initialized yet")
+            return  # a notification before `initialize` is dropped, as LSP says
+        elif self._shutdown and is_request and method != types.EXIT:
+            self.reply_error(msg_id, INVALID_REQUEST, "the server is shut down: only `exit` is accepted")
+            return
+        super().handle_message(message)
+
+    def reply_error(self, msg_id: int | str | None, code: int, message: str) -> None:
+        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}})
 
 
 class KvlintLanguageServer(LanguageServer):
     """The state of one editor session: open documents, their last analyses, one index per workspace folder."""
 
     def __init__(self) -> None:
-        super().__init__("kvlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__("kvlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         protocol_cls=KvlintProtocol)
         self.documents: dict[str, Document] = {}
         self.analyses: dict[str, DocumentAnalysis] = {}
         self.projects: dict[str, ProjectIndex] = {}  # by the folder's absolute path
@@ -73,6 +123,13 @@ class KvlintLanguageServer(LanguageServer):
             self.window_log_message(types.LogMessageParams(type=kind, message=message))
         except Exception:  # noqa: BLE001 - the connection may be gone; the log must never raise
             LOG.warning("%s", message)
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """A body that is not JSON gets JSON-RPC's parse error (id null); other errors as pygls reports them."""
+        if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)) and isinstance(self.protocol, KvlintProtocol):
+            self.protocol.reply_error(None, PARSE_ERROR, f"the message is not JSON: {error}")
+            return
+        super().report_server_error(error, source)
 
     def spawn(self, work: Awaitable[Any], what: str) -> None:
         """Run a coroutine in the background; its failure is logged to the client, never raised."""
