@@ -69,7 +69,8 @@ def _kvlint_with(*args: str, cwd: Path, shell: str) -> subprocess.CompletedProce
 def test_closed_stdin_is_a_usage_error(seeded: Path) -> None:
     completed = _kvlint_with("check", "-", cwd=seeded, shell="<&-")
     assert completed.returncode == 2
-    assert completed.stderr == "kvlint: standard input is closed: nothing to check (give a path, or pipe the source in)\n"
+    assert completed.stderr == (
+        "kvlint: standard input is closed: nothing to check (give a path, or pipe the source in)\n")
 
 
 def test_closed_stdout_still_gives_the_exit_status(seeded: Path) -> None:
