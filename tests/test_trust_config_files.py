@@ -17,7 +17,8 @@ import pytest
 
 from kvlint.config import ConfigError, DirectoryConfigs, config_for_directory, load_config, project_root
 from tests.conftest import ROOT, run_kvlint
-from tests.second_user import OTHER_GID, OTHER_UID
+
+OTHER_UID = OTHER_GID = 65534  # `nobody`, as tests/second_user.py plays the other user
 
 SEED = """\
 def merge(outputs):
