@@ -103,3 +103,21 @@ def test_the_flake8_face_and_check_agree_on_an_unknown_coding_cookie(tmp_path: P
     expected = "bogus.py:1:1: KVC900 cannot decode: unknown encoding 'no-such-codec' in the coding cookie"
     assert checked.stdout.splitlines()[0] == expected
     assert flake8.stdout.strip().removeprefix("./") == expected
+
+
+INTERRUPTED_IMPORT = """\
+import sys
+class Interrupt:  # Ctrl-C while kvlint.cli and what it imports load
+    def find_spec(self, name, path=None, target=None):
+        if name == "kvlint.cli":
+            raise KeyboardInterrupt
+sys.meta_path.insert(0, Interrupt())
+import runpy
+runpy.run_module("kvlint", run_name="__main__")
+"""
+
+
+def test_ctrl_c_while_python_m_kvlint_imports_is_one_line(tmp_path: Path) -> None:
+    completed = subprocess.run([sys.executable, "-c", INTERRUPTED_IMPORT, "check", "."], cwd=tmp_path,
+                               capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert (completed.returncode, completed.stderr) == (130, "kvlint: interrupted\n")
