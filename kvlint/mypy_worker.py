@@ -194,11 +194,16 @@ def helper_command(program: str) -> list[str]:
     puts kvlint's own installation right after the standard library: kvlint is the one the plugin was loaded
     from, even when another copy is installed (tests/test_trust_mypy_helper.py).
     """
+    import site
+
     package_root = str(Path(kvlint.__file__).resolve().parent.parent)  # importable even if loaded by path
+    user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else ""
+    extra = [user_site] if user_site and user_site in sys.path else []  # `pip install --user`: libcst is there
     boot = (
         "import sys; standard = list(sys.path); import site; site.main(); "
         f"root = {package_root!r}; "
-        "sys.path[:] = [*standard, root, *(p for p in sys.path if p not in standard and p != root)]; "
+        "sys.path[:] = [*standard, root, *(p for p in sys.path if p not in standard and p != root), "
+        f"*(p for p in {extra!r} if p not in sys.path)]; "
         "del standard, root, site"
     )
     return [sys.executable, "-I", "-S", "-c", f"{boot}\n{program}"]
