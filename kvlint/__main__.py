@@ -1,7 +1,5 @@
 """`python -m kvlint` runs the command line."""
 
-import sys
+from kvlint import run
 
-from kvlint.cli import main
-
-sys.exit(main())
+run()

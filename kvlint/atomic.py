@@ -62,7 +62,17 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def write_atomic(path: Path | str, text: str | bytes, durable: bool = True) -> None:
+class ChangedMeanwhile(Exception):
+    """The file to be replaced is no longer the one read (`write_atomic(unchanged=...)`): nothing was written."""
+
+
+def identity(status: os.stat_result) -> tuple[int, ...]:
+    """What tells a file from an edited or replaced one: device, inode, size, mtime and ctime (ns)."""
+    return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns
+
+
+def write_atomic(path: Path | str, text: str | bytes, durable: bool = True,
+                 unchanged: tuple[int, ...] | None = None) -> None:
     """Write `text` (UTF-8; bytes as they are) to the regular file `path`: a temporary file in the same
     directory, fsync,
     then `os.replace`. An existing file keeps its mode, owner and group; if the owner or group cannot
@@ -70,6 +80,11 @@ def write_atomic(path: Path | str, text: str | bytes, durable: bool = True) -> N
 
     `durable=False` skips the fsyncs: the rename is still atomic, but after a
     power loss the file may be empty.
+
+    `unchanged`: the `identity` of the file as it was read. It is compared again after the temporary file is
+    written and synced, immediately before the rename, and a file that changed is not replaced
+    (`ChangedMeanwhile`). What remains is the time between that `stat` and the rename: a save that lands
+    there is lost (POSIX has no compare-and-rename).
     """
     target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)  # write through a symlink
     directory = target.parent if str(target.parent) else Path(os.curdir)
@@ -88,6 +103,8 @@ def write_atomic(path: Path | str, text: str | bytes, durable: bool = True) -> N
             if durable:
                 stream.flush()
                 os.fsync(stream.fileno())
+        if unchanged is not None and identity(os.stat(target)) != unchanged:
+            raise ChangedMeanwhile(os.fspath(target))
         os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -12,6 +12,7 @@ import json
 import keyword
 import os
 import re
+import reprlib  # a value quoted in an error: short, and never recursing into a nested one
 import stat
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
@@ -204,7 +205,7 @@ def _split_patterns(patterns: Sequence[str]) -> tuple[list[str], list[str], list
         else:
             while pattern.startswith("./"):
                 pattern = pattern[2:]
-            relative.extend(_zero_depth_variants(pattern.rstrip("/") or "."))
+            relative.append(pattern.rstrip("/") or ".")
     return names, relative, absolute
 
 
@@ -212,7 +213,9 @@ def _zero_depth_variants(pattern: str) -> list[str]:
     """`pattern` and, for each `**/` in it, the spelling without it: `**` also matches no directory.
 
     fnmatch's `*` already crosses `/` (as flake8's matching does), so `**/test_*.py` matches
-    `a/b/test_x.py`; the variants make it match `test_x.py` at the root too.
+    `a/b/test_x.py`; the variants make it match `test_x.py` at the root too. There are 2^n of them for
+    n `**/` parts: only patterns with at most `_MAX_EXPANDED_GLOBSTARS` are spelled so (`_Glob` matches
+    the others).
     """
     variants = [pattern]
     index = 0
@@ -238,7 +241,7 @@ def _path_matches(path: Path | str, patterns: Sequence[str], root: str) -> bool:
     """Match `path` or a directory of it below `root` against exclude-style patterns."""
     absolute = os.path.abspath(path)
     name_patterns, path_patterns, absolute_patterns = _compiled_patterns(tuple(patterns))
-    if absolute_patterns and _any_match(Path(absolute).as_posix(), absolute_patterns):
+    if absolute_patterns[0] is not None and _any_match(Path(absolute).as_posix(), absolute_patterns):
         return True
     try:
         relative = os.path.relpath(absolute, root)
@@ -254,26 +257,128 @@ def _path_matches(path: Path | str, patterns: Sequence[str], root: str) -> bool:
             return True
         if _any_match("/".join(parts[:depth]), path_patterns):
             return True
-        if absolute_patterns and _any_match(
+        if absolute_patterns[0] is not None and _any_match(
             Path(root, *parts[:depth]).as_posix(), absolute_patterns
         ):
             return True
     return False
 
 
+_MAX_EXPANDED_GLOBSTARS = 3  # a pattern with more `**/` parts is matched by `_Glob`, not by 2^n regex variants
+_Matchers = tuple[re.Pattern[str] | None, tuple["_Glob", ...]]
+
+
 @functools.lru_cache(maxsize=64)
-def _compiled_patterns(patterns: tuple[str, ...]) -> tuple[re.Pattern[str] | None, ...]:
+def _compiled_patterns(patterns: tuple[str, ...]) -> tuple[_Matchers, ...]:
     """Name, root-relative and absolute patterns, each kind one regular expression (a path is matched
-    once per directory level: `fnmatch` per pattern made that a tenth of a millisecond a file)."""
+    once per directory level: `fnmatch` per pattern made that a tenth of a millisecond a file).
+
+    A root-relative pattern stands for its `_zero_depth_variants` when it has a few `**/` parts; one with
+    more is a `_Glob` of its own, matched in time linear in the path and the pattern (issue 29: n `**/`
+    parts made 2^n variants, and n = 16 took minutes and a gigabyte in every face).
+    """
+    names, relative, absolute = _split_patterns(patterns)
+    globs = tuple(_Glob(os.path.normcase(p)) for p in relative if _globstars(p) > _MAX_EXPANDED_GLOBSTARS)
+    expanded = [v for p in relative if _globstars(p) <= _MAX_EXPANDED_GLOBSTARS for v in _zero_depth_variants(p)]
     return tuple(
-        re.compile("|".join(f"(?:{fnmatch.translate(os.path.normcase(p))})" for p in kind)) if kind else None
-        for kind in _split_patterns(patterns)
+        (re.compile("|".join(f"(?:{fnmatch.translate(os.path.normcase(p))})" for p in kind)) if kind else None,
+         kind_globs)
+        for kind, kind_globs in ((names, ()), (expanded, globs), (absolute, ()))
     )
 
 
-def _any_match(name: str, pattern: re.Pattern[str] | None) -> bool:
-    """`fnmatch.fnmatch` against any of the patterns compiled into `pattern`."""
-    return pattern is not None and pattern.match(os.path.normcase(name)) is not None
+def _globstars(pattern: str) -> int:
+    return len(_segment_starts(pattern, "**/"))
+
+
+def _any_match(name: str, matchers: _Matchers) -> bool:
+    """`fnmatch.fnmatch` against any of the patterns compiled into `matchers`."""
+    pattern, globs = matchers
+    name = os.path.normcase(name)
+    return (pattern is not None and pattern.match(name) is not None) or any(glob.match(name) for glob in globs)
+
+
+_SEPARATOR = os.path.normcase("/")
+
+
+class _Glob:
+    """One exclude-style pattern as a bit-parallel automaton: `**/` at the start of a segment matches no
+    directory or any ending in `/`, and otherwise fnmatch's rules (`*` and `?` cross `/`). A name is matched
+    in one pass, a few integer operations per character: linear in the name and the pattern, as git's and
+    ruff's glob matching are, where the variants of `_zero_depth_variants` double with each `**/`."""
+
+    __slots__ = ("_literals", "_classes", "_any", "_star", "_globstar", "_loop", "_accept", "_consume")
+
+    def __init__(self, pattern: str) -> None:
+        literals: dict[str, int] = {}
+        classes: list[tuple[int, re.Pattern[str]]] = []
+        any_char = star = globstar = loop = 0
+        state, i, n = 0, 0, len(pattern)
+        after_star = False  # `**` that starts no segment is one `*`, as in fnmatch
+        while i < n:
+            if (i == 0 or pattern[i - 1] == _SEPARATOR) and pattern.startswith("**" + _SEPARATOR, i):
+                globstar |= 1 << state  # skips to state + 2, or enters the loop at state + 1
+                loop |= 1 << (state + 1)  # any character; a `/` also leaves for state + 2
+                state, i, after_star = state + 2, i + 3, False
+                continue
+            char = pattern[i]
+            i += 1
+            if char == "*":
+                if not after_star:
+                    star |= 1 << state
+                    state += 1
+                after_star = True
+                continue
+            after_star = False
+            if char == "?":
+                any_char |= 1 << state
+            elif char == "[":  # a bracket expression where fnmatch.translate sees one
+                j = i
+                if j < n and pattern[j] == "!":
+                    j += 1
+                if j < n and pattern[j] == "]":
+                    j += 1
+                while j < n and pattern[j] != "]":
+                    j += 1
+                if j >= n:
+                    literals["["] = literals.get("[", 0) | 1 << state
+                else:
+                    classes.append((1 << state, re.compile(fnmatch.translate(pattern[i - 1:j + 1]))))
+                    i = j + 1
+            else:
+                literals[char] = literals.get(char, 0) | 1 << state
+            state += 1
+        self._literals, self._classes, self._any = literals, tuple(classes), any_char
+        self._star, self._globstar, self._loop = star, globstar, loop
+        self._accept = 1 << state
+        self._consume: dict[str, int] = {}  # per character: the states that move on it
+
+    def _closure(self, states: int) -> int:
+        while True:
+            grown = states | ((states & (self._star | self._globstar)) << 1) | ((states & self._globstar) << 2)
+            if grown == states:
+                return states
+            states = grown
+
+    def match(self, name: str) -> bool:
+        states = self._closure(1)
+        keep = self._star | self._loop
+        for char in name:
+            mask = self._consume.get(char)
+            if mask is None:
+                mask = self._literals.get(char, 0) | self._any
+                for bit, bracket in self._classes:
+                    if bracket.match(char):
+                        mask |= bit
+                if len(self._consume) < 256:
+                    self._consume[char] = mask
+            moved = ((states & mask) << 1) | (states & keep)
+            if char == _SEPARATOR:
+                moved |= (states & self._loop) << 1
+            if not moved:
+                return False
+            states = self._closure(moved)
+        return bool(states & self._accept)
 
 
 def _error(source: Path | None, message: str) -> ConfigError:
@@ -373,7 +478,7 @@ def _invariant_keys(data: Mapping[str, object], section: str, source: Path) -> O
                 raise _error(source, f"{key!r} in {section} must be a string, got {_type_name(value)}")
             if key in _CHOICE_KEYS and value not in _CHOICE_KEYS[key]:
                 choices = " or ".join(repr(choice) for choice in _CHOICE_KEYS[key])
-                raise _error(source, f"{key!r} in {section} must be {choices}, got {value!r}")
+                raise _error(source, f"{key!r} in {section} must be {choices}, got {reprlib.repr(value)}")
             if key in _STRING_KEYS:
                 _check_name(value, key, section, source, dotted=True)
         else:
@@ -424,7 +529,7 @@ def _string_list(value: object, key: str, section: str, source: Path) -> tuple[s
             raise _error(
                 source,
                 f"{key!r} in {section} must be a list of strings, "
-                f"but item {index} is {_type_name(item)} {item!r}",
+                f"but item {index} is {_type_name(item)} {reprlib.repr(item)}",
             )
     return tuple(value)
 
@@ -500,8 +605,10 @@ def _decode(path: Path, raw: bytes) -> str:
 def _toml_section(path: Path, raw: bytes) -> Mapping[str, object] | None:
     try:
         document = tomllib.loads(_decode(path, raw))
-    except tomllib.TOMLDecodeError as exc:
+    except ValueError as exc:  # TOMLDecodeError, and an integer of more digits than int() takes
         raise _error(path, f"invalid TOML: {exc}") from exc
+    except (RecursionError, MemoryError) as exc:  # tomllib recurses once per nested array or inline table
+        raise _error(path, "invalid TOML: nested too deeply to read") from exc
     tool = document.get("tool")
     if not isinstance(tool, dict) or "kvlint" not in tool:
         return None
@@ -622,40 +729,63 @@ def find_config_file(start: Path, searched: dict[tuple[str, frozenset[int]], Pat
 def _config_file_in(directory: str, trusted: frozenset[int]) -> tuple[Path | None, bool]:
     """The directory's own pyproject.toml or setup.cfg with a kvlint section, and whether the search stops
     here (it does at that file, and at one owned by someone untrusted)."""
-    from kvlint.ownership import foreign_owner
 
     for name in ("pyproject.toml", "setup.cfg"):
         candidate = os.path.join(directory, name)
         if not _is_regular_file(candidate):
             continue
-        if foreign_owner(candidate, trusted) is not None:
+        if _foreign(candidate, trusted):
             return None, True
         if _section_in(Path(candidate)) is not None:
             return Path(candidate), True
     return None, False
 
 
-def project_root(start: Path, searched: dict[str, Path | None] | None = None) -> Path | None:
+def _foreign(path: str, trusted: frozenset[int]) -> bool:
+    """Whether `path`, or the symlink that names it, is owned by someone untrusted (a link planted in a shared
+    directory may point at a file root owns)."""
+    from kvlint.ownership import foreign_owner
+
+    try:
+        link_owner = os.lstat(path).st_uid
+    except OSError:
+        link_owner = None
+    return (link_owner is not None and link_owner not in trusted) or foreign_owner(path, trusted) is not None
+
+
+def project_root(start: Path, searched: dict[tuple[str, frozenset[int]], Path | None] | None = None
+                 ) -> Path | None:
     """The directory the defaults' globs (`test-files`) are relative to when no file configures kvlint.
 
     The nearest directory at or above `start` holding `.git`, `pyproject.toml` or `setup.cfg`
     (a project's root: `tests/**` then means the project's tests wherever kvlint runs from);
-    None, the current directory, when there is none. `searched` as for `find_config_file`.
+    None, the current directory, when there is none. As for the configuration search, a directory or
+    marker owned by someone untrusted (`kvlint.ownership`) ends the search with None: another user's empty
+    `setup.cfg` in a shared parent must not make a project below it "tests". `searched` as for
+    `find_config_file`.
     """
+    from kvlint.ownership import foreign_owner, trusted_owners
+
     current = os.path.abspath(start)
     if not os.path.isdir(current):
         current = os.path.dirname(current)
-    passed: list[str] = []  # where the search went on or stopped: all share its answer
+    trusted = trusted_owners(current)
+    passed: list[tuple[str, frozenset[int]]] = []  # where the search went on or stopped: all share its answer
     found: Path | None = None
     while True:
-        if searched is not None and current in searched:
-            found = searched[current]
+        key = (current, trusted)
+        if searched is not None and key in searched:
+            found = searched[key]
             break
-        passed.append(current)
-        if os.path.exists(os.path.join(current, ".git")) or any(
-            _is_regular_file(os.path.join(current, name)) for name in ("pyproject.toml", "setup.cfg")
-        ):
-            found = Path(current)
+        passed.append(key)
+        if foreign_owner(current, trusted) is not None:
+            break
+        markers = [os.path.join(current, ".git")] if os.path.exists(os.path.join(current, ".git")) else []
+        markers += [path for path in (os.path.join(current, name) for name in ("pyproject.toml", "setup.cfg"))
+                    if _is_regular_file(path)]
+        if markers:
+            if not any(_foreign(marker, trusted) for marker in markers):
+                found = Path(current)
             break
         parent = os.path.dirname(current)
         if parent == current:
@@ -769,7 +899,7 @@ class _Searches:
     """What the configuration searches from many directories found, by directory."""
 
     config_files: dict[tuple[str, frozenset[int]], Path | None] = field(default_factory=dict)
-    roots: dict[str, Path | None] = field(default_factory=dict)
+    roots: dict[tuple[str, frozenset[int]], Path | None] = field(default_factory=dict)
 
 
 def config_for_directory(directory: str, searches: _Searches | None = None) -> Config | ConfigError:

@@ -100,6 +100,12 @@ class KVLintChecker:
         from kvlint.source import module_name_for
         from kvlint.binding.tree_index import TreeIndex
 
+        unknown = _unknown_coding_cookie(self.lines)
+        if unknown is not None:  # flake8 read the file as latin-1; `kvlint check` cannot decode it: say so alike
+            if not config.is_enabled("KVC900") or "KVC900".startswith(tuple(config.ignored_for(Path(self.filename)))):
+                return []
+            return [(1, 0, "KVC900", f"cannot decode: unknown encoding {unknown!r} in the coding cookie")]
+
         module_name, is_package = module_name_for(Path(self.filename))
         prepared = prepare_source(text, self.filename, config, module_name, is_package, extra_names)
         if prepared.error is not None and prepared.error.message.startswith("cannot parse"):
@@ -144,6 +150,25 @@ class KVLintChecker:
         if paths not in self._tree:
             self._tree[paths] = _build_tree_view([Path(path) for path in paths], config)
         return self._tree[paths]
+
+
+def _unknown_coding_cookie(lines: Sequence[str]) -> str | None:
+    """The coding cookie of the first two lines when Python knows no such codec (None otherwise)."""
+    import codecs
+
+    from kvlint.source import coding_cookie
+
+    head = "".join(lines[:2])
+    if "coding" not in head:
+        return None
+    cookie = coding_cookie(head.encode("latin-1", "replace"))
+    if cookie is None:
+        return None
+    try:
+        codecs.lookup(cookie)
+    except LookupError:
+        return cookie
+    return None
 
 
 def _given_paths(options: argparse.Namespace | None) -> tuple[str, ...]:

@@ -191,6 +191,32 @@ def helper_timeout() -> float:
     return seconds if seconds > 0 else DEFAULT_TIMEOUT
 
 
+def helper_command(program: str) -> list[str]:
+    """The command line of the helper that runs `program`: nothing of mypy's working directory (the tree
+    being checked, where a `queue.py`, `pickle.py` or `kvlint/` may lie) nor of `PYTHONPATH` comes before
+    the standard library or kvlint.
+
+    `-I` (isolated mode) leaves the current directory off `sys.path` and ignores every `PYTHON*` variable and
+    the user's site directory; `-S` defers `site`, so the helper first notes the standard library's entries,
+    then adds the environment's site-packages (`site.main()`, `.pth` files and editable installs included) and
+    puts kvlint's own installation right after the standard library: kvlint is the one the plugin was loaded
+    from, even when another copy is installed (tests/test_trust_mypy_helper.py).
+    """
+    import site
+
+    package_root = str(Path(kvlint.__file__).resolve().parent.parent)  # importable even if loaded by path
+    user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else ""
+    extra = [user_site] if user_site and user_site in sys.path else []  # `pip install --user`: libcst is there
+    boot = (
+        "import sys; standard = list(sys.path); import site; site.main(); "
+        f"root = {package_root!r}; "
+        "sys.path[:] = [*standard, root, *(p for p in sys.path if p not in standard and p != root), "
+        f"*(p for p in {extra!r} if p not in sys.path)]; "
+        "del standard, root, site"
+    )
+    return [sys.executable, "-I", "-S", "-c", f"{boot}\n{program}"]
+
+
 class AnalysisWorker:
     """One helper process that analyses each file mypy parses, so the hooks find the facts ready.
 
@@ -268,12 +294,9 @@ class AnalysisWorker:
                 return
 
     def _spawn(self) -> subprocess.Popen[bytes]:
-        package_root = str(Path(kvlint.__file__).resolve().parent.parent)  # importable even if loaded by path
-        environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [
-            package_root, os.environ.get("PYTHONPATH", "")]))}
         process = subprocess.Popen(
-            [sys.executable, "-c", self.HELPER],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=environment,
+            helper_command(self.HELPER),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         )
         threading.Thread(target=self._receive, args=(process.stdout,), daemon=True).start()
         return process

@@ -141,6 +141,10 @@ def _terminate(signum: int, frame: object) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     collect_garbage_rarely()
+    if sys.stdout is None:  # started with stdout closed (`>&-`): the exit status still tells the result
+        if sys.stderr is not None:
+            sys.stderr.write("kvlint: standard output is closed: the report is not shown\n")
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - for the rest of the process
     if threading.current_thread() is not threading.main_thread():
         return _main_reporting(argv)
     previous = signal.signal(signal.SIGTERM, _terminate)

@@ -43,7 +43,7 @@ def _audit(args: argparse.Namespace) -> int:
     shown = [path.as_posix() for path in args.paths] or ["."]
     report = build_audit(result, config, shown, findings, baselined)
     if args.format == "text":
-        terminal = args.output is None and sys.stdout.isatty()
+        terminal = args.output is None and sys.stdout is not None and sys.stdout.isatty()
         color = _use_color(args.color, args.output)  # FORCE_COLOR: e.g. CI logs, which are no tty
         width = shutil.get_terminal_size().columns if terminal else None
         text = audit_text(report, color=color, width=width)

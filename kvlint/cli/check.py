@@ -64,7 +64,7 @@ def _check(args: argparse.Namespace) -> int:
 
         assert result.index is not None
         files = [
-            fix_file(path, config, result.index, args.unsafe_fixes, write=not args.diff)
+            fix_file(path, config, result.index, args.unsafe_fixes, write=not args.diff, within=args.paths)
             for path in fixable_paths(reported, args.unsafe_fixes)
         ]
         problems = {f.display_path: f.problem for f in files if f.problem}
@@ -134,7 +134,12 @@ def _check_stdin(args: argparse.Namespace) -> int:
         baseline = _read_baseline(args)
     else:
         baseline = None
-    data = sys.stdin.buffer.read()
+    if sys.stdin is None:  # started with stdin closed (`<&-`): bad input, not a kvlint bug
+        raise _UsageError("standard input is closed: nothing to check (give a path, or pipe the source in)")
+    try:
+        data = sys.stdin.buffer.read()
+    except OSError as exc:
+        raise _UsageError(f"cannot read standard input: {(exc.strerror or str(exc)).lower()}") from None
     from kvlint.paths import display_path
 
     display = display_path(Path(name)) if name else "-"

@@ -118,7 +118,7 @@ def _use_color(choice: str, output: Path | None) -> bool:
         return False
     if os.environ.get("NO_COLOR"):
         return False
-    return bool(os.environ.get("FORCE_COLOR")) or sys.stdout.isatty()
+    return bool(os.environ.get("FORCE_COLOR")) or (sys.stdout is not None and sys.stdout.isatty())
 
 
 class _UsageError(Exception):

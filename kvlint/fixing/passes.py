@@ -2,7 +2,8 @@
 
 As ruff does: analyse, apply every applicable fix whose edits overlap none applied before it,
 analyse the new text, and go again until nothing applies or `MAX_PASSES` is reached. The result is
-kept only when the file round-trips through libcst byte for byte, the new text parses with `ast`,
+kept only when the file round-trips through libcst byte for byte, the new text compiles (`compile`, not just
+`ast.parse`: the compiler's own checks too),
 and the findings of the new text are the original ones less those fixed (nothing new appears).
 Otherwise the fixes are applied again one at a time, each kept only if the file it makes passes the
 same checks; a finding whose fix was left out says why (`REJECTED`). When none passes, the source is
@@ -231,12 +232,16 @@ def _verification_problem(
 ) -> str:
     """Why the fixed text is not kept: it does not parse, a fixed finding is still there, or one is new. Findings
     are counted by code, function and invariant: a fix may change the expression a message quotes."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
             compile(text, "<fixed>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-    except (SyntaxError, ValueError) as exc:
-        return f"not fixed: the fixed file would not parse ({exc}); please report this"
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            return f"not fixed: the fixed file would not parse ({exc}); please report this"
+        try:  # the compiler's own checks too: `continue` in an `except*` block parses, but does not compile
+            compile(text, "<fixed>", "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            return f"not fixed: the fixed file would not compile ({exc}); please report this"
     expected = collections.Counter(map(_place, original)) - collections.Counter(map(_place, fixed))
     new = collections.Counter(map(_place, remaining)) - expected
     if new:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import reprlib
 import stat
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
@@ -147,7 +148,7 @@ class Baseline:
     def load(cls, path: Path) -> Baseline:
         """Read a baseline file written by `write_baseline`."""
         try:
-            text = _read_regular_file(Path(path)).decode("utf-8")
+            text = _read_regular_file(Path(path)).decode("utf-8-sig")  # a BOM an editor added is fine
         except OSError as exc:
             raise BaselineError(f"{path}: cannot read baseline: {(exc.strerror or str(exc)).lower()}") from None
         except UnicodeDecodeError:
@@ -156,12 +157,16 @@ class Baseline:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise BaselineError(f"{path}: not a kvlint baseline (invalid JSON at line {exc.lineno})") from None
+        except ValueError:  # an integer of more digits than int() takes
+            raise BaselineError(f"{path}: not a kvlint baseline (a number too long to read)") from None
+        except RecursionError:
+            raise BaselineError(f"{path}: not a kvlint baseline (nested too deeply to read)") from None
         if not isinstance(data, dict) or data.get("tool") != "kvlint" or not isinstance(data.get("findings"), list):
             raise BaselineError(f"{path}: not a kvlint baseline (write one with --write-baseline)")
         version = data.get("version")
         if version not in READABLE_VERSIONS:
             raise BaselineError(
-                f"{path}: baseline version {version!r} is not supported "
+                f"{path}: baseline version {reprlib.repr(version)} is not supported "
                 f"(this kvlint reads versions 1 to {BASELINE_VERSION}); write it again with --write-baseline"
             )
         keys = set()
@@ -172,7 +177,7 @@ class Baseline:
                 keys.add(BaselineKey(str(entry["path"]), str(entry["code"]), str(invariant or ""),
                                      str(entry["function"]), str(entry["snippet"]), (str(above), str(below)),
                                      int(entry["occurrence"])))
-            except (KeyError, TypeError, ValueError):
+            except (KeyError, TypeError, ValueError, RecursionError):
                 message = f"{path}: finding {number} of the baseline lacks a field or has a wrong type"
                 raise BaselineError(message) from None
         return cls(Path(path), frozenset(keys), version)

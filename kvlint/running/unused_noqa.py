@@ -43,6 +43,16 @@ def unused_noqa_in_text(display_path: str, text: str, config: Config, raw_findin
     mapping = noqa_line_mapping(lines)
     ignored = tuple(config.ignored_for(Path(display_path)))
     reported = [f for f in raw_findings if config.is_enabled(f.code) and not f.code.startswith(ignored)]
+    # the prefixes of the codes found on each line and on each logical line (by the identity of its joined
+    # text): a `# noqa` line asks two lookups per code, not one per finding (10k noqa lines x 10k findings)
+    by_line: dict[int, set[str]] = {}
+    by_group: dict[int, set[str]] = {}
+    for finding in reported:
+        prefixes = {finding.code[:end] for end in range(1, len(finding.code) + 1)}
+        by_line.setdefault(finding.line, set()).update(prefixes)
+        group_text = mapping.get(finding.line)
+        if group_text is not None:
+            by_group.setdefault(id(group_text), set()).update(prefixes)
     found = []
     for number, line in enumerate(lines, start=1):
         match = NOQA_INLINE_REGEXP.search(line)
@@ -54,16 +64,8 @@ def unused_noqa_in_text(display_path: str, text: str, config: Config, raw_findin
         if any(UNUSED_NOQA.startswith(code) for code in codes):
             continue  # `# noqa: KVC100`: this line asks for no report of its unused codes
         group = mapping.get(number)
-        unused = []
-        for code in sorted(codes):
-            if not code.startswith(PREFIX):
-                continue  # another tool's code
-            if not any(
-                (finding.line == number or mapping.get(finding.line) is group)
-                and (finding.code == code or finding.code.startswith(code))
-                for finding in reported
-            ):
-                unused.append(code)
+        here = by_line.get(number, set()) | (by_group.get(id(group), set()) if group is not None else set())
+        unused = [code for code in sorted(codes) if code.startswith(PREFIX) and code not in here]  # not another tool's
         if not unused or not config.is_enabled(UNUSED_NOQA) or UNUSED_NOQA.startswith(ignored):
             continue
         named = ", ".join(unused)

@@ -60,6 +60,8 @@ def path_of(uri: str) -> Path | None:
     if parsed.scheme != "file":
         return None
     path = unquote(parsed.path, errors="surrogateescape")  # the bytes of any name Linux allows
+    if "\x00" in path:
+        return None  # `%00`: no file can be named so; the text is analysed as an unsaved buffer's
     if os.name == "nt" and path.startswith("/") and len(path) > 2 and path[2] == ":":
         path = path[1:]
     return Path(path)

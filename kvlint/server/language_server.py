@@ -5,8 +5,11 @@ actions and hovers from the results; it analyses nothing itself (`kvlint.server.
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 import logging
 import os
+import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -14,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 
 from kvlint import __version__
 from kvlint.config import Config, ConfigError, load_config
@@ -30,13 +35,60 @@ DEBOUNCE_SECONDS = 0.05  # after a change, wait this long for the next keystroke
 CONFIG_FILES = ("pyproject.toml", "setup.cfg")
 WATCHED = ("**/*.py", "**/*.pyi", "**/pyproject.toml", "**/setup.cfg")
 LOG = logging.getLogger("kvlint.server")
+# JSON-RPC and LSP error codes
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, SERVER_NOT_INITIALIZED = -32700, -32600, -32602, -32002
+
+
+class _Answered:
+    """A request that could not be read, already answered with an error: nothing more to do with it."""
+
+    jsonrpc = "2.0"
+
+
+class KvlintProtocol(LanguageServerProtocol):
+    """pygls' protocol, with an error reply wherever a client could otherwise wait forever on a request's id:
+    before `initialize` (-32002, as LSP asks), after `shutdown` (-32600), and for params that do not fit the
+    method (-32602). A body that is not JSON gets -32700 with a null id (`KvlintLanguageServer.report_server_error`).
+    """
+
+    initialize_seen = False
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if "jsonrpc" in data and "method" in data and isinstance(data.get("id"), (int, str)):
+                code = INVALID_PARAMS if exc.code == INVALID_PARAMS else exc.code
+                self.reply_error(data["id"], code, f"invalid params for {data['method']}")
+                return _Answered()
+            raise
+
+    def handle_message(self, message: Any) -> None:
+        if isinstance(message, _Answered):
+            return
+        method, msg_id = getattr(message, "method", None), getattr(message, "id", None)
+        is_request = isinstance(method, str) and isinstance(msg_id, (int, str))
+        if method == types.INITIALIZE:
+            self.initialize_seen = True
+        elif not self.initialize_seen and method != types.EXIT:
+            if is_request:
+                self.reply_error(msg_id, SERVER_NOT_INITIALIZED, "the server is not initialized yet")
+            return  # a notification before `initialize` is dropped, as LSP says
+        elif self._shutdown and is_request and method != types.EXIT:
+            self.reply_error(msg_id, INVALID_REQUEST, "the server is shut down: only `exit` is accepted")
+            return
+        super().handle_message(message)
+
+    def reply_error(self, msg_id: int | str | None, code: int, message: str) -> None:
+        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}})
 
 
 class KvlintLanguageServer(LanguageServer):
     """The state of one editor session: open documents, their last analyses, one index per workspace folder."""
 
     def __init__(self) -> None:
-        super().__init__("kvlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__("kvlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         protocol_cls=KvlintProtocol)
         self.documents: dict[str, Document] = {}
         self.analyses: dict[str, DocumentAnalysis] = {}
         self.projects: dict[str, ProjectIndex] = {}  # by the folder's absolute path
@@ -72,6 +124,13 @@ class KvlintLanguageServer(LanguageServer):
         except Exception:  # noqa: BLE001 - the connection may be gone; the log must never raise
             LOG.warning("%s", message)
 
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """A body that is not JSON gets JSON-RPC's parse error (id null); other errors as pygls reports them."""
+        if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)) and isinstance(self.protocol, KvlintProtocol):
+            self.protocol.reply_error(None, PARSE_ERROR, f"the message is not JSON: {error}")
+            return
+        super().report_server_error(error, source)
+
     def spawn(self, work: Awaitable[Any], what: str) -> None:
         """Run a coroutine in the background; its failure is logged to the client, never raised."""
 
@@ -93,6 +152,8 @@ class KvlintLanguageServer(LanguageServer):
     def stop_threads(self) -> None:
         for timer in self.timers.values():
             timer.cancel()
+        for project in self.projects.values():
+            project.cancel()  # a running build stops at its next file
         self.analysis_thread.shutdown(wait=False, cancel_futures=True)
         self.index_thread.shutdown(wait=False, cancel_futures=True)
 
@@ -103,7 +164,7 @@ class KvlintLanguageServer(LanguageServer):
         self.folders = sorted({Path(os.path.abspath(folder)) for folder in folders}, key=lambda p: -len(str(p)))
         wanted = {str(folder) for folder in self.folders}
         for key in [key for key in self.projects if key not in wanted]:
-            del self.projects[key]
+            self.projects.pop(key).cancel()
         self.refresh_projects()
 
     def folder_of(self, path: Path | None) -> Path | None:
@@ -127,6 +188,8 @@ class KvlintLanguageServer(LanguageServer):
             project = self.projects.get(str(folder))
             if project is not None and project.config == config:
                 continue
+            if project is not None:
+                project.cancel()  # built for the old configuration: stale
             project = self.projects[str(folder)] = ProjectIndex(folder, config)
             self.log(f"kvlint: indexing {folder}")
             self.spawn(self.build(project), f"indexing {folder}")
@@ -421,11 +484,43 @@ def _hover_formats(capabilities: types.ClientCapabilities) -> list[Any]:
 
 
 def serve(run: Callable[[KvlintLanguageServer], None] | None = None) -> int:
-    """Serve on stdin/stdout; 0 after `shutdown` then `exit`, 1 when the client went away without them."""
+    """Serve on stdin/stdout; 0 after `shutdown` then `exit`, 1 when the client went away without them.
+
+    Serving the real stdio (`run` None), the process ends as soon as it is told: at `exit`, at the end of
+    stdin, at SIGTERM (143) or SIGINT (130), without waiting for the thread that reads stdin nor for an index
+    build (`os._exit` once stdout is flushed; the server writes no file, so nothing is left half done).
+    """
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="kvlint server: %(message)s")
+    if run is None:
+        for signum, (status, word) in {signal.SIGTERM: (143, "terminated"), signal.SIGINT: (130, "interrupted")
+                                       }.items():
+            signal.signal(signum, functools.partial(_leave_on_signal, status, word))
     server = build_server()
+    status = 1
     try:
         (run or (lambda s: s.start_io()))(server)
+        status = 0 if getattr(server.protocol, "_shutdown", False) else 1
+    except Exception as exc:  # noqa: BLE001 - real stdio: one line, then leave at once
+        if run is not None:
+            raise
+        sys.stderr.write(f"kvlint: internal error in the server: {type(exc).__name__}: {exc}\n")
+        status = 2
     finally:
         server.stop_threads()
-    return 0 if getattr(server.protocol, "_shutdown", False) else 1
+        if run is None:
+            _leave(status)
+    return status
+
+
+def _leave_on_signal(status: int, word: str, signum: int, frame: object) -> None:
+    os.write(2, f"kvlint: {word}\n".encode())
+    os._exit(status)  # not sys.exit: the interpreter would wait for the thread blocked reading stdin
+
+
+def _leave(status: int) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - the client may be gone
+            pass
+    os._exit(status)

@@ -104,6 +104,17 @@ class ProjectIndex:
         self.index: TreeIndex | None = None  # None until the first build is done
         self._lock = threading.Lock()
         self._overlays: dict[str, tuple[IndexedFile, TreeIndex]] = {}  # per document: its buffer's index
+        self._cancelled = threading.Event()
+
+    def cancel(self) -> None:
+        """Stop a build of this index that is running or waiting: its folder is gone, its configuration
+        changed, or the server is exiting. The build checks before each file; a cancelled index stays
+        unbuilt."""
+        self._cancelled.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
 
     def covers(self, path: Path) -> bool:
         """The file is one `kvlint check ROOT` would check: a Python file under the root, in no directory the
@@ -124,6 +135,8 @@ class ProjectIndex:
         known = self.files
         files: dict[str, IndexedFile] = {}
         for entry in iter_python_files([self.root], self.config):
+            if self._cancelled.is_set():  # a cancellation point per file: `/` as a folder is a million of them
+                return
             if isinstance(entry, UnreadablePath):
                 continue
             key = os.path.abspath(entry.path)
@@ -137,6 +150,8 @@ class ProjectIndex:
             except OSError:
                 continue
             files[key] = IndexedFile.of(data, Path(key), self.config, signature)
+        if self._cancelled.is_set():
+            return
         index = tree_index(files.values(), self.config)
         with self._lock:
             self.files, self.index = files, index
@@ -147,6 +162,8 @@ class ProjectIndex:
         files = dict(self.files)
         touched = False
         for path in paths:
+            if self._cancelled.is_set():
+                return False
             key = os.path.abspath(path)
             if not self.covers(Path(key)):
                 continue
