@@ -6,10 +6,8 @@ __version__ = "0.1.0"
 
 
 def run() -> None:
-    """`python -m kvlint`: `kvlint.cli.main`, and a Ctrl-C that comes while the command line's modules load
-    ends as one during a run does (one line, status 130), not with a traceback. (The `kvlint` script's entry
-    point is still `kvlint.cli:main`, whose wrapper imports kvlint.cli before any of kvlint's code runs;
-    pointing it here would cover that window too.)"""
+    """The `kvlint` command and `python -m kvlint`: `kvlint.cli.main`, and a Ctrl-C that comes while the command
+    line's modules load ends as one during a run does (one line, status 130), not with a traceback."""
     import sys
 
     try:

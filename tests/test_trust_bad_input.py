@@ -121,3 +121,22 @@ def test_ctrl_c_while_python_m_kvlint_imports_is_one_line(tmp_path: Path) -> Non
     completed = subprocess.run([sys.executable, "-c", INTERRUPTED_IMPORT, "check", "."], cwd=tmp_path,
                                capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert (completed.returncode, completed.stderr) == (130, "kvlint: interrupted\n")
+
+
+INTERRUPTED_SCRIPT = """\
+import sys
+from importlib.metadata import entry_points
+class Interrupt:  # Ctrl-C while the `kvlint` command's modules load
+    def find_spec(self, name, path=None, target=None):
+        if name == "kvlint.cli":
+            raise KeyboardInterrupt
+sys.meta_path.insert(0, Interrupt())
+[script] = entry_points(group="console_scripts", name="kvlint")
+sys.exit(script.load()())  # what the installed `kvlint` wrapper does
+"""
+
+
+def test_ctrl_c_while_the_kvlint_command_imports_is_one_line(tmp_path: Path) -> None:
+    completed = subprocess.run([sys.executable, "-c", INTERRUPTED_SCRIPT, "check", "."], cwd=tmp_path,
+                               capture_output=True, text=True, timeout=300)
+    assert (completed.returncode, completed.stderr) == (130, "kvlint: interrupted\n")
