@@ -79,7 +79,7 @@ def wrong_install_names(text: str) -> list[str]:
 
 def test_the_distribution_is_not_the_taken_name() -> None:
     assert DISTRIBUTION == "vllm-kvlint"
-    assert PROJECT["scripts"] == {"kvlint": "kvlint:run"}  # the command stays `kvlint`; a Ctrl-C while it imports is one line
+    assert PROJECT["scripts"] == {"kvlint": "kvlint:run"}  # the command stays `kvlint`
 
 
 @pytest.mark.parametrize("path", DOCS, ids=lambda path: path.relative_to(ROOT).as_posix())
