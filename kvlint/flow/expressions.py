@@ -27,7 +27,7 @@ from kvlint.flow.syntax import (
     parameters,
     ref_key,
 )
-from kvlint.binding.declarations import ClassDecl, TypeRef, type_of_annotation
+from kvlint.binding.declarations import ClassDecl, FunctionDecl, TypeRef, type_of_annotation
 from kvlint.binding.names import matches
 from kvlint.invariants import FIELDS_EVERY_RELEASE_HAS
 from kvlint.sites import SentinelUseKind, SiteKind
@@ -661,14 +661,19 @@ class Expressions:
                 return Value(Nullness.NOT_NONE, element=joined)
         return None
 
+    def _callee_declaration(self, node: ast.Call, callee: str | None, receiver: Value | None) -> FunctionDecl | None:
+        """The declaration of the function or method a call calls: through the receiver's class where it is known,
+        else by the callee's resolved name; None where the tree holds none."""
+        if isinstance(node.func, ast.Attribute) and receiver is not None and receiver.cls:
+            return self.index.method(receiver.cls, node.func.attr)
+        return self.index.function(callee, self.module_name) if callee is not None else None
+
     def _declared_call(self, node: ast.Call, callee: str | None, receiver: Value | None) -> Value:
         """The value of a call from the callee's declaration; the name-based index when the receiver is unknown."""
-        decl = None
-        if isinstance(node.func, ast.Attribute) and receiver is not None and receiver.cls:
-            decl = self.index.method(receiver.cls, node.func.attr)
-        elif callee is not None:
-            decl = self.index.function(callee, self.module_name)
-            constructed = self.index.class_named(callee, self.module_name, self.reach) if decl is None else None
+        decl = self._callee_declaration(node, callee, receiver)
+        by_receiver = isinstance(node.func, ast.Attribute) and receiver is not None and receiver.cls
+        if decl is None and callee is not None and not by_receiver:
+            constructed = self.index.class_named(callee, self.module_name, self.reach)
             if constructed is not None:
                 return Value(Nullness.NOT_NONE, cls=constructed.qualname)
         if decl is not None and decl.is_async and node is not self.awaited:

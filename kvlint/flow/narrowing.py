@@ -15,7 +15,6 @@ from kvlint.flow.state import (
     join_values,
     unreachable,
 )
-from kvlint.binding.declarations import FunctionDecl
 from kvlint.flow.syntax import (
     Argument,
     call_arguments,
@@ -249,7 +248,8 @@ class Narrowing:
         be None, tested for the payload class, is None there)."""
         if not arguments or arguments[0].star or arguments[0].keyword is not None:
             return None
-        decl = self._callee_declaration(test, callee, state)
+        receiver = self._quiet_eval(test.func.value, state) if isinstance(test.func, ast.Attribute) else None
+        decl = self._callee_declaration(test, callee, receiver)
         returns = decl.returns if decl is not None else None
         if returns is None or returns.kind != "class" or len(returns.args) != 1:
             return None
@@ -275,14 +275,6 @@ class Narrowing:
         ):
             self._set_nullness(key, Nullness.NONE, false_state, "")
         return true_state, false_state
-
-    def _callee_declaration(self, call: ast.Call, callee: str | None, state: NullnessState) -> FunctionDecl | None:
-        """The declaration of the function or method a call calls, where the tree holds it."""
-        if isinstance(call.func, ast.Attribute):
-            receiver = self._quiet_eval(call.func.value, state)
-            if receiver.cls:
-                return self.index.method(receiver.cls, call.func.attr)
-        return self.index.function(callee, self.module_name) if callee else None
 
     def _isinstance_class(self, test: ast.Call) -> str:
         """The tree's class `isinstance(x, C)` narrows to ("" for a tuple or a class the tree lacks)."""
