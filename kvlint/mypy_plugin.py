@@ -2,10 +2,13 @@
 
 Enable with `plugins = kvlint.mypy_plugin`. Every fact comes from kvlint's own
 engine run on the module's file; this module only routes mypy's hooks to those
-facts by (line, column). mypy has no hook on names or `return`, so a module's
-findings are reported from every kvlint hook that fires in it (mypy keeps one
-of each); KVC001/KVC005 wait until mypy has typed the dereferenced value and
-are dropped where that type includes None (`kvlint.mypy_dereferences`). The
+facts by (line, column). mypy has no hook on names or `return`, nor one after it
+has checked a module (python/mypy#6537), so a module's findings are reported from
+every kvlint hook that fires in it (mypy keeps one of each), and the plugin adds
+one hook of its own as the module's last statement, which mypy checks after the
+module's functions (`_append_end_of_module`); KVC001/KVC005 wait until mypy has
+typed the dereferenced value and are dropped where that type includes None
+(`kvlint.mypy_dereferences`). The
 engine runs in one helper process, fed each file as mypy parses it, so that its
 cost overlaps mypy's own work; `KVLINT_MYPY_WORKER=0` keeps it in the mypy process.
 """
@@ -19,7 +22,7 @@ from collections.abc import Callable, Set as AbstractSet
 from pathlib import Path
 
 from mypy.errorcodes import ErrorCode
-from mypy.nodes import ARG_STAR2, Context, MypyFile
+from mypy.nodes import ARG_STAR2, Context, MypyFile, Statement
 from mypy.options import Options
 from mypy.plugin import (
     AttributeContext,
@@ -52,6 +55,7 @@ WORKER_ENV = "KVLINT_MYPY_WORKER"
 NARROWED_BY_DEFAULT = ("ModelRunnerOutput", "IntermediateTensors")  # vLLM's two carriers of the field
 OPTIONAL_ARGUMENT = "KVC003"
 HookContext = AttributeContext | FunctionContext | MethodContext
+END_OF_MODULE_CALL = "builtins.object"  # what the statement the plugin appends to a module calls (`object()`)
 
 
 PLUGIN_VERSION = f"{kvlint.__version__}+{kvlint.source_digest()}"
@@ -92,6 +96,7 @@ class KvlintPlugin(Plugin):
         self._analyses: dict[str, ModuleAnalysis] = {}
         self._dereferences: dict[str, tuple[ModuleAnalysis, ModuleDereferences]] = {}
         self._configs = DirectoryConfigs()
+        self._ends: dict[str, Statement] = {}  # the statement appended to each module's tree
         self._config_data: dict[Config, list[str]] = {}
         wanted = worker_wanted(os.environ.get(WORKER_ENV), _default_worker(options))
         self._worker = AnalysisWorker() if wanted else None
@@ -106,7 +111,8 @@ class KvlintPlugin(Plugin):
         if fullname not in self._function_routes:  # asked for every call mypy checks: route each name once
             self._function_routes[fullname] = (
                 self._check_output_construction if matches(fullname, self._output_classes)
-                else self._anchor_call if matches(fullname, self._anchors) else None
+                else self._anchor_call if matches(fullname, self._anchors) or fullname == END_OF_MODULE_CALL
+                else None
             )
         return self._function_routes[fullname]
 
@@ -116,8 +122,13 @@ class KvlintPlugin(Plugin):
         return self._method_routes[fullname]
 
     def get_additional_deps(self, file: MypyFile) -> list[tuple[int, str, int]]:
-        if self._worker is not None and file.path.endswith(".py"):
-            self._worker.submit(file.path)  # mypy has just parsed it: analyse it while mypy goes on
+        if file.path.endswith(".py"):
+            if self._worker is not None:
+                self._worker.submit(file.path)  # mypy has just parsed it: analyse it while mypy goes on
+            if not file.defs or file.defs[-1] is not self._ends.get(file.path):  # once per tree
+                end = _append_end_of_module(file, self.options)
+                if end is not None:
+                    self._ends[file.path] = end
         return []
 
     def report_config_data(self, ctx: ReportConfigContext) -> list[str] | None:
@@ -230,6 +241,73 @@ class KvlintPlugin(Plugin):
     def _project_config(self) -> list[Config]:
         config = config_for_directory(os.getcwd())
         return [config] if isinstance(config, Config) else []  # a bad config is reported per module
+
+
+END_OF_MODULE_NAME = "__kvlint_end_of_module__"
+END_OF_MODULE = f"def {END_OF_MODULE_NAME}() -> None:\n    assert False, object()\n"
+
+
+def _append_end_of_module(tree: MypyFile, options: Options) -> Statement | None:
+    """Append a function whose body calls `object()` to a module mypy has just parsed: a hook after everything
+    else in it.
+
+    mypy checks a module's function bodies in their order, after its top level (mypy 2) or in place (mypy 1),
+    so the body of the module's last function comes after every dereference of the module (unless mypy
+    deferred its function) and after every pass over a loop: there the plugin reports what it found, wherever
+    it sits in the module, and a finding no longer depends on what code follows it. The function is
+    annotated (mypy checks its body whatever `check_untyped_defs` says), sits on the lines after the module's
+    last one, and is named so that no code calls it; `assert False` keeps its `object()` out of
+    `--warn-unreachable`. It is parsed by mypy's own parser (`mypy.parse.parse`, outside the plugin
+    interface: tested on mypy 1.20 and 2.x); should that move, or mypy hand this hook another tree than the
+    one it checks (python/mypy#21323), there is no such hook, and the findings after the module's last hook of
+    its own are lost as before, never doubled.
+    """
+    if any(_may_end_the_module(statement) for statement in tree.defs):
+        return None  # the appended function could be unreachable: `--warn-unreachable` would report it
+    try:
+        import inspect
+
+        from mypy.errors import Errors
+        from mypy.parse import parse
+
+        line = max((statement.end_line or statement.line for statement in tree.defs), default=0)
+        eager = {"eager": True} if "eager" in inspect.signature(parse).parameters else {}  # mypy 2 parses lazily
+        parsed = parse("\n" * line + END_OF_MODULE, tree.path, tree.fullname or None, Errors(options), options,
+                       **eager)
+        defs = list(parsed.defs)
+    except Exception:  # noqa: BLE001 - mypy's internals moved: no hook of its own, as before
+        return None
+    if len(defs) != 1:
+        return None
+    tree.defs.append(defs[0])
+    return defs[0]
+
+
+def _may_end_the_module(statement: Statement) -> bool:
+    """Whether a top-level statement may leave the rest of the module unreachable for mypy: a `raise`, an
+    `assert False`, a call that may be `NoReturn` (`sys.exit(...)`), or a block that always runs one."""
+    from mypy.nodes import (
+        AssertStmt, Block, CallExpr, ExpressionStmt, IfStmt, IntExpr, NameExpr, RaiseStmt, TryStmt, WithStmt,
+    )
+
+    def block(body: Block | None) -> bool:
+        return body is not None and any(_may_end_the_module(inner) for inner in body.body)
+
+    if isinstance(statement, RaiseStmt):
+        return True
+    if isinstance(statement, AssertStmt):
+        condition = statement.expr
+        return (isinstance(condition, NameExpr) and condition.name == "False") or (
+            isinstance(condition, IntExpr) and condition.value == 0)
+    if isinstance(statement, ExpressionStmt):
+        return isinstance(statement.expr, CallExpr)
+    if isinstance(statement, IfStmt):
+        return all(block(body) for body in statement.body) and block(statement.else_body)
+    if isinstance(statement, WithStmt):
+        return block(statement.body)
+    if isinstance(statement, TryStmt):
+        return block(statement.body) or block(statement.finally_body)
+    return False
 
 
 def _default_worker(options: Options) -> bool:

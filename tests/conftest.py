@@ -51,12 +51,15 @@ def no_result_cache_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 SUMMARY = re.compile(r"^(Found \d+ findings? in \d+ files?\.|All checks passed\.)$")
+# ruff's hint before the summary where every fix of the findings is unsafe (a plain check says it, as ruff does)
+UNSAFE_HINT = re.compile(
+    r"^No fixes available \(\d+ hidden fix(es)? can be enabled with the `--unsafe-fixes` option\)\.$")
 
 
 def finding_lines(stdout: str) -> list[str]:
     """The finding lines of `kvlint check`'s text output: its last line must be the summary line."""
     lines = stdout.splitlines()
     assert lines and SUMMARY.match(lines[-1]), f"no summary line at the end of {stdout!r}"
-    findings = lines[:-1]
+    findings = lines[:-2] if len(lines) > 1 and UNSAFE_HINT.match(lines[-2]) else lines[:-1]
     assert (lines[-1] == "All checks passed.") == (not findings), stdout
     return findings

@@ -408,3 +408,41 @@ def test_the_command_line_offers_every_audit_format() -> None:
     RENDERERS = audit_renderers()
 
     assert AUDIT_FORMAT_NAMES == tuple(RENDERERS)
+
+
+def test_markdown_sections_count_what_they_list() -> None:
+    """Each fold's "(N)" is the number of rows it lists, and the summary's count of that kind of site: writes and
+    dropped outputs have folds of their own, not a place in "Connector scopes"."""
+    from kvlint.report.markdown import audit_markdown
+    from kvlint.report.rows import _SITE_LABELS
+
+    report = _fixture_report()
+    text = audit_markdown(report, limit=10**9)  # not cut
+    folds = re.findall(r"<details><summary>([^<\n]+) \((\d+)\)</summary>\n\n(.*?)\n</details>", text, re.S)
+    assert folds, text
+    by_label = {label: report.summary.sites.get(name, 0) for name, label in _SITE_LABELS.items()}
+    for title, count, body in folds:
+        listed = len([line for line in body.splitlines() if re.match(r"\| `", line)])
+        assert listed == int(count), title
+        assert by_label[title.lower()] == int(count), title
+    assert {title for title, _, _ in folds} >= {"Connector output writes", "Connector scopes"}
+    assert by_label["connector output writes"] > 0  # the fixture tree has writes: the count was wrong with them
+
+
+def test_markdown_output_file_holds_the_whole_report(tmp_path: Path) -> None:
+    """`--output FILE` writes all of the markdown report, as the cut report's note promises; stdout is cut."""
+    target = tmp_path / "audit.md"
+    completed = run_kvlint("audit", FIXTURE_TREE, "--format", "markdown", "--output", str(target), env=PLAIN)
+    assert completed.returncode == 1, completed.stderr
+    written = target.read_text(encoding="utf-8")
+    printed = run_kvlint("audit", FIXTURE_TREE, "--format", "markdown", env=PLAIN).stdout
+    assert len(printed) <= 65_536 and "was cut" in printed
+    assert len(written) > 65_536 and "was cut" not in written and "more not shown" not in written
+    assert "```mermaid\nflowchart LR\n" in written
+    assert written == _whole_fixture_markdown()
+
+
+def _whole_fixture_markdown() -> str:
+    from kvlint.report.markdown import audit_markdown
+
+    return audit_markdown(_fixture_report(), limit=None)

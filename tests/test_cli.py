@@ -46,6 +46,7 @@ def test_text_output_and_exit_status(tmp_path: Path) -> None:
     assert completed.stdout == (
         "bad.py:7:15: KVC001 `kvo` may be None (from `out.kv_connector_output`); "
         "check it before the attribute access `.finished_sending`\n"
+        "No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option).\n"  # ruff's hint
         "Found 1 finding in 1 file.\n"
     )
     assert completed.stderr == ""

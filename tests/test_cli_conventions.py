@@ -14,6 +14,8 @@ import pytest
 
 from tests.conftest import ROOT, finding_lines, run_kvlint
 
+# ruff's line before the summary where the findings' only fixes are unsafe (issue 28)
+UNSAFE_HINT = "No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option).\n"
 BAD = """\
 def merge(outputs):
     for out in outputs:
@@ -46,7 +48,7 @@ def _stdin(*args: str, source: str, cwd: Path) -> subprocess.CompletedProcess[st
 def test_dash_reads_stdin_named_by_stdin_filename(tmp_path: Path) -> None:
     completed = _stdin("-", "--stdin-filename", "pkg/bad.py", source=BAD, cwd=tmp_path)
     assert completed.returncode == 1, completed.stderr
-    assert completed.stdout == f"pkg/{KVC001_LINE}\nFound 1 finding in 1 file.\n"
+    assert completed.stdout == f"pkg/{KVC001_LINE}\n{UNSAFE_HINT}Found 1 finding in 1 file.\n"
     assert not (tmp_path / "pkg").exists()  # the name need not exist, and nothing is written
 
 
@@ -104,7 +106,7 @@ def test_summary_line_is_text_only_and_quiet_drops_it(tmp_path: Path) -> None:
     assert run_kvlint("check", "--quiet", cwd=tmp_path, env=NO_COLOR_ENV).stdout == KVC001_LINE + "\n"
     report = tmp_path / "report.txt"
     written = run_kvlint("check", "--output", str(report), cwd=tmp_path)
-    assert written.stdout == "" and report.read_text() == f"{KVC001_LINE}\nFound 1 finding in 1 file.\n"
+    assert written.stdout == "" and report.read_text() == f"{KVC001_LINE}\n{UNSAFE_HINT}Found 1 finding in 1 file.\n"
 
 
 def test_statistics(tmp_path: Path) -> None:
@@ -129,7 +131,7 @@ def test_show_source(tmp_path: Path) -> None:
         "4 |         print(kvo.finished_sending)\n"
         "  |               ^^^^^^^^^^^^^^^^^^^^\n"
         "  = fix (unsafe): Guard `kvo` with `if kvo is None: continue`\n"
-        "Found 1 finding in 1 file.\n"
+        f"{UNSAFE_HINT}Found 1 finding in 1 file.\n"
     )
 
 

@@ -808,3 +808,49 @@ def test_an_import_added_to_a_module_without_imports_keeps_pep8_spacing(header: 
         assert outcome.text == header + "import copy\n\n\n" + fixed
     checker = pycodestyle.Checker(lines=outcome.text.splitlines(keepends=True), quiet=True)
     assert checker.check_all() == 0
+
+
+# --- ruff's hints where every fix is unsafe (issue 28): check, --fix and --diff say how many ---
+
+ONLY_UNSAFE = "fixtures/fixes/kvc001_guards.py"  # four KVC001 findings, each with an unsafe fix only
+
+
+def test_check_says_how_many_unsafe_fixes_are_hidden(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    completed = run_kvlint("check", ONLY_UNSAFE, cwd=tmp_path)
+    assert completed.returncode == 1
+    assert completed.stdout.endswith(
+        "No fixes available (4 hidden fixes can be enabled with the `--unsafe-fixes` option).\n"
+        "Found 4 findings in 1 file.\n")
+
+
+def test_fix_with_only_unsafe_fixes_says_how_many_and_exits_1(tmp_path: Path) -> None:
+    target = _tree(tmp_path)
+    before = (target / "kvc001_guards.py").read_bytes()
+    completed = run_kvlint("check", "--fix", ONLY_UNSAFE, cwd=tmp_path)
+    assert completed.returncode == 1  # ruff: findings remain after --fix
+    assert completed.stdout.endswith(
+        "No fixes available (4 hidden fixes can be enabled with the `--unsafe-fixes` option).\n"
+        "Found 4 findings in 1 file.\n")
+    assert (target / "kvc001_guards.py").read_bytes() == before
+
+
+@pytest.mark.parametrize("fix", [[], ["--fix"]])
+def test_diff_with_only_unsafe_fixes_says_how_many_and_exits_0(tmp_path: Path, fix: list[str]) -> None:
+    """ruff's `--diff`: exit 1 only when there is a diff; the line says what `--unsafe-fixes` would add."""
+    _tree(tmp_path)
+    completed = run_kvlint("check", *fix, "--diff", ONLY_UNSAFE, cwd=tmp_path)
+    assert (completed.returncode, completed.stdout) == (0, "")
+    assert completed.stderr == "No findings would be fixed (4 fixes available with `--unsafe-fixes`).\n"
+    piped = _stdin(tmp_path, (tmp_path / ONLY_UNSAFE).read_bytes(), *fix, "--diff", "-", "--stdin-filename",
+                   ONLY_UNSAFE)
+    assert (piped.returncode, piped.stdout, piped.stderr.decode()) == (0, b"", completed.stderr)
+    unsafe = run_kvlint("check", *fix, "--diff", "--unsafe-fixes", ONLY_UNSAFE, cwd=tmp_path)
+    assert unsafe.returncode == 1 and unsafe.stderr == "Would fix 4 findings.\n"
+
+
+def test_diff_says_how_many_more_unsafe_fixes_there_are(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    completed = run_kvlint("check", "--diff", ONLY_UNSAFE, "fixtures/fixes/kvc004_copy.py", cwd=tmp_path)
+    assert completed.returncode == 1
+    assert completed.stderr == "Would fix 2 findings (4 additional fixes available with `--unsafe-fixes`).\n"

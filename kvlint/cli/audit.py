@@ -48,9 +48,11 @@ def _audit(args: argparse.Namespace) -> int:
         width = shutil.get_terminal_size().columns if terminal else None
         text = audit_text(report, color=color, width=width)
     elif args.format == "markdown":
-        from kvlint.report.markdown import audit_markdown, github_base_url
+        from kvlint.report.markdown import GITHUB_COMMENT_LIMIT, audit_markdown, github_base_url
 
-        text = audit_markdown(report, base_url=args.base_url or github_base_url(os.environ))
+        whole = args.output is not None and str(args.output) != "-"  # a file holds all of it; stdout a comment's worth
+        text = audit_markdown(report, base_url=args.base_url or github_base_url(os.environ),
+                              limit=None if whole else GITHUB_COMMENT_LIMIT)
     else:
         from kvlint.report.formats import audit_renderer
 

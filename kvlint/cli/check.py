@@ -28,6 +28,7 @@ from kvlint.cli.shared import (
 from kvlint.config import Config, ConfigError, load_config
 from kvlint.report.formats import check_renderer
 from kvlint.report.safe_text import printable
+from kvlint.report.text import fix_only_summary, hidden_fixes
 
 if TYPE_CHECKING:
     from kvlint.fixing.files import FileFix
@@ -75,7 +76,9 @@ def _check(args: argparse.Namespace) -> int:
             for left in (finding for finding in f.outcome.remaining if finding.no_fix.startswith(REJECTED)):
                 sys.stderr.write(f"kvlint: warning: {printable(left.path)}:{left.line}: {left.code} {left.no_fix}\n")
         if args.diff:
-            return _report_diff(args, changed.values())
+            remaining = [*(finding for finding in reported if finding.path not in changed),
+                         *(finding for f in changed.values() for finding in f.outcome.remaining)]
+            return _report_diff(args, changed.values(), hidden_fixes(remaining, args.unsafe_fixes))
         reported = sorted([
             *(finding for finding in reported if finding.path not in changed and finding.path not in problems),
             *(finding for path, problem in problems.items() for finding in left_alone(
@@ -92,16 +95,16 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_CLEAN
 
 
-def _report_diff(args: argparse.Namespace, files: Iterable[FileFix]) -> int:
-    """--diff: the unified diffs on stdout (or --output), `Would fix N findings.` on stderr; 1 if any diff."""
+def _report_diff(args: argparse.Namespace, files: Iterable[FileFix], hidden: int) -> int:
+    """--diff: the unified diffs on stdout (or --output), `Would fix N findings.` on stderr, with how many fixes
+    `--unsafe-fixes` would add (`hidden`), as ruff says it; 1 if any diff (ruff: findings alone leave it 0)."""
     from kvlint.fixing.files import unified_diff
 
     files = list(files)
     _emit(args.output, "".join(unified_diff(f.display_path, f.old_text, f.outcome.text) for f in files))
     count = sum(len(f.outcome.fixed) for f in files)
     if not args.quiet:
-        plural = "s" if count != 1 else ""
-        sys.stderr.write(f"Would fix {count} finding{plural}.\n" if count else "No fixes to apply.\n")
+        sys.stderr.write(fix_only_summary(count, hidden, applied=False) or "No fixes to apply.\n")
     return EXIT_FINDINGS if files else EXIT_CLEAN
 
 
@@ -197,14 +200,15 @@ def _fix_stdin(
         elif outcome.text != text:
             if args.diff:
                 sys.stdout.write(unified_diff(display, text, outcome.text))
-                count = len(outcome.fixed)
                 if not args.quiet:
-                    sys.stderr.write(f"Would fix {count} finding{'s' if count != 1 else ''}.\n")
+                    hidden = hidden_fixes(outcome.remaining, args.unsafe_fixes)
+                    sys.stderr.write(fix_only_summary(len(outcome.fixed), hidden, applied=False))
                 return EXIT_FINDINGS
             fixed_data, fixed, remaining = encode_like(data, outcome.text), len(outcome.fixed), outcome.remaining
     if args.diff:
         if not args.quiet:
-            sys.stderr.write("No fixes to apply.\n")
+            hidden = hidden_fixes(outcome.remaining if text is not None else (), args.unsafe_fixes)
+            sys.stderr.write(fix_only_summary(0, hidden, applied=False) or "No fixes to apply.\n")
         return EXIT_CLEAN
     if remaining is None:
         from kvlint.engine import analyse_source

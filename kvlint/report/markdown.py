@@ -52,13 +52,20 @@ def _md_location(path: str, line: int, column: int, base_url: str | None) -> str
     return f"[{text}]({base_url.rstrip('/')}/{quoted}#L{line})"
 
 
-def audit_markdown(report: AuditReport, base_url: str | None = None, limit: int = GITHUB_COMMENT_LIMIT) -> str:
+# the inventory's folds, in the report's order: each counts the rows it lists (the summary's site counts)
+SECTIONS = ("Output constructions", "Payload constructions", "Connector output reads", "Connector output writes",
+            "Sentinel uses", "Connector outputs dropped", "Connector scopes")
+
+
+def audit_markdown(report: AuditReport, base_url: str | None = None,
+                   limit: int | None = GITHUB_COMMENT_LIMIT) -> str:
     """A report for a pull-request comment or an issue: summary, findings, inventory in folds, the graph.
 
     It fits in `limit` characters (a GitHub comment): the summary always comes
     first and whole; findings, then the inventory's folds, then the graph are
     added while they fit, and a note under the summary says what was cut.
-    Locations link to their line under `base_url` (e.g. a GitHub blob URL).
+    `limit=None`: the whole report (`--output FILE`). Locations link to their
+    line under `base_url` (e.g. a GitHub blob URL).
     """
     s = report.summary
     head = [f"## kvlint audit of {', '.join(_md_code(p) for p in report.paths)}", ""]
@@ -90,8 +97,7 @@ def audit_markdown(report: AuditReport, base_url: str | None = None, limit: int 
     for row in _rows(report):
         sections[_section_of(row.what)].append(row)
     blocks.append(("the inventory", ["", "### Inventory", ""], [], []))
-    for title in ("Output constructions", "Payload constructions", "Connector output reads", "Sentinel uses",
-                  "Connector scopes"):
+    for title in SECTIONS:
         rows = sections.get(title, [])
         opening = [f"<details><summary>{title} ({len(rows)})</summary>", ""]
         if not rows:
@@ -111,7 +117,7 @@ def audit_markdown(report: AuditReport, base_url: str | None = None, limit: int 
 
     whole = [*head, *(line for _, opening, rows, closing in blocks for line in (*opening, *rows, *closing)), *graph]
     text = "\n".join(whole) + "\n"
-    if len(text) <= limit:
+    if limit is None or len(text) <= limit:
         return text
     return _cut_markdown(head, blocks, graph, limit)
 
@@ -174,6 +180,10 @@ def _section_of(what: str) -> str:
         return "Payload constructions"
     if what.endswith(" read"):
         return "Connector output reads"
+    if what.endswith(" write"):
+        return "Connector output writes"
     if what.startswith("sentinel"):
         return "Sentinel uses"
+    if what.endswith(" dropped"):
+        return "Connector outputs dropped"
     return "Connector scopes"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from kvlint.findings import Finding
@@ -35,15 +35,37 @@ def fix_mark(finding: Finding, unsafe: bool = False) -> str:
 
 
 def fix_hints(findings: Sequence[Finding], unsafe: bool = False, after_fix: bool = False) -> str:
-    """ruff's closing line: how many findings `--fix` repairs, and how many more `--unsafe-fixes` would."""
+    """ruff's closing line: how many findings `--fix` repairs, and how many more `--unsafe-fixes` would
+    (`after_fix`: kept for callers; ruff says the same after `--fix` as before it, of what remains)."""
     fixable = sum(1 for f in findings if f.fix is not None and f.fix.applies(unsafe))
-    hidden = sum(1 for f in findings if f.fix is not None and not f.fix.applies(unsafe))
+    hidden = hidden_fixes(findings, unsafe)
     more = f"{hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with the `--unsafe-fixes` option"
     if fixable:
         option = "`--fix --unsafe-fixes` options" if unsafe else "`--fix` option"
         return f"[*] {fixable} fixable with the {option}{f' ({more})' if hidden else ''}.\n"
-    if hidden and after_fix:  # a plain check says nothing of unsafe fixes alone: that would be every KVC001 report
+    if hidden:
         return f"No fixes available ({more}).\n"
+    return ""
+
+
+def hidden_fixes(findings: Iterable[Finding], unsafe: bool = False) -> int:
+    """How many of the findings have a fix this run does not apply: one `--unsafe-fixes` would."""
+    return sum(1 for f in findings if f.fix is not None and not f.fix.applies(unsafe))
+
+
+def fix_only_summary(fixed: int, hidden: int, applied: bool) -> str:
+    """ruff's line after `--diff` (`applied` False) or an applied fix where no finding is shown: what was
+    (or would be) fixed, and how many fixes `--unsafe-fixes` would add; empty when there is neither."""
+    s = "s" if fixed != 1 else ""
+    es = "es" if hidden != 1 else ""
+    if hidden and fixed:
+        done = f"Fixed {fixed} finding{s}" if applied else f"Would fix {fixed} finding{s}"
+        return f"{done} ({hidden} additional fix{es} available with `--unsafe-fixes`).\n"
+    if hidden:
+        done = "No findings fixed" if applied else "No findings would be fixed"
+        return f"{done} ({hidden} fix{es} available with `--unsafe-fixes`).\n"
+    if fixed:
+        return f"Fixed {fixed} finding{s}.\n" if applied else f"Would fix {fixed} finding{s}.\n"
     return ""
 
 
