@@ -140,3 +140,24 @@ def test_ctrl_c_while_the_kvlint_command_imports_is_one_line(tmp_path: Path) -> 
     completed = subprocess.run([sys.executable, "-c", INTERRUPTED_SCRIPT, "check", "."], cwd=tmp_path,
                                capture_output=True, text=True, timeout=300)
     assert (completed.returncode, completed.stderr) == (130, "kvlint: interrupted\n")
+
+
+WITHOUT_THE_SERVER_EXTRA = """\
+import sys
+class Missing:  # the `server` extra not installed: lsprotocol (or pygls) cannot be imported
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == sys.argv[1]:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, Missing())
+from kvlint.server import main
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("missing", ["lsprotocol", "pygls"])
+def test_kvlint_server_without_its_extra_names_both_packages_and_how_to_install_them(missing: str) -> None:
+    completed = subprocess.run([sys.executable, "-c", WITHOUT_THE_SERVER_EXTRA, missing], capture_output=True,
+                               text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert completed.returncode == 2
+    assert completed.stderr == (f"kvlint: `kvlint server` needs pygls and lsprotocol, the `server` extra ({missing} "
+                                "is not installed): pip install 'vllm-kvlint[server]'\n")

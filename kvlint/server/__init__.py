@@ -17,8 +17,9 @@ def main() -> int:
         import lsprotocol  # noqa: F401
         import pygls  # noqa: F401
     except ImportError as exc:
-        sys.stderr.write(
-            f"kvlint: `kvlint server` needs the server extra ({exc.name or 'pygls'} is not installed): "
+        missing = exc.name or "pygls"
+        sys.stderr.write(  # the docs name both packages; say which one is missing and how to install both
+            f"kvlint: `kvlint server` needs pygls and lsprotocol, the `server` extra ({missing} is not installed): "
             f"{INSTALL_HINT}\n"
         )
         return 2
