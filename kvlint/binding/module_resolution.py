@@ -147,7 +147,7 @@ def imported_declarations(
 ) -> list[Declaration]:
     """The declarations of the modules the importers (the run's relevant files) import that the run did not
     declare (the module's docstring says which are read), in a stable order. `declare` reads one module's
-    (`engine.declarations_of`)."""
+    (`declarations_of`, through the result cache when the run has one)."""
     known = set(known_modules)
     found: list[Declaration] = []
     wanted: dict[str, _Wanted] = {}  # what is still to read of each module
@@ -227,8 +227,6 @@ def _called_definitions(data: bytes, names: Iterable[str]) -> bytes:
     starts a statement at column 0; b"" when there is none."""
     found = []
     for name in sorted(names):
-        if b"def " + name.encode() not in data:
-            continue
         for start, end in _top_level_defs(data, name.encode()):
             while start > 0:  # its decorators
                 previous = data.rfind(b"\n", 0, start - 1) + 1

@@ -263,13 +263,14 @@ class TreeIndex:
         return candidates[0] if len(candidates) == 1 else None
 
     def module_of(self, qualname: str) -> str:
-        """The module of the run a declared name lives in (its longest dotted prefix that is one)."""
+        """The module of the run a declared name lives in (its longest dotted prefix that is one; else its first
+        component)."""
         module = qualname
         while "." in module:
             module = module.rpartition(".")[0]
             if module in self.modules:
                 return module
-        return qualname.partition(".")[0] if qualname in self.modules or "." not in qualname else module
+        return module
 
     def reachable(self, module_name: str, imports: Collection[str] = ()) -> frozenset[str]:
         """The modules of the run that `module_name` imports, directly or through others it imports, and itself
