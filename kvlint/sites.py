@@ -90,4 +90,8 @@ class Site:
     # at a return or a construction: the local names holding this invariant's connector output that may be
     # non-None there, and of those the ones proven non-None and not known empty (a fix attaches the one candidate)
     candidates: tuple[str, ...] = ()
+    # a KV output parked on a returned holder its callers drop: the holder's name and class, and those callers
+    parked_on: str = ""
+    parked_class: str = ""
+    dropped_by: tuple[str, ...] = ()  # "`module.Worker.execute_model` (line 869)"
     proven_candidates: tuple[str, ...] = ()

@@ -175,7 +175,7 @@ def _line(path: str, text: str, after: str) -> int:
 
 
 @pytest.mark.vllm
-@pytest.mark.parametrize("version", ["0.10.1", "0.33.0"])
+@pytest.mark.parametrize("version", ["0.10.1", "0.22.1", "0.33.0"])  # 0.22.1: a KV output parked across a call
 def test_a_file_checked_alone_in_a_real_release_reports_what_the_whole_tree_does(
     version: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

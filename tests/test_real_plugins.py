@@ -14,6 +14,7 @@ from tests.support.vllm_sources import Plugin, plugin_tree
 pytestmark = pytest.mark.vllm
 
 TPU_INFERENCE = Plugin("tpu-inference", "0.32.0", "tpu_inference")
+TPU_INFERENCE_0_26 = Plugin("tpu-inference", "0.26.0", "tpu_inference")
 ASCEND = Plugin("vllm-ascend", "0.23.0", "vllm_ascend", platform=(
     "--platform", "manylinux_2_34_x86_64", "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311",
 ))
@@ -23,7 +24,7 @@ SILENT = (  # connector-aware plugins on which every finding would be a false on
     Plugin("vllm-rbln", "0.12.0", "vllm_rbln"),
     Plugin("ai-dynamo", "1.6.1", "dynamo"),
 )
-PLUGINS = (TPU_INFERENCE, ASCEND, *SILENT)  # every plugin a test reads (tests/support/fetch_sources.py fetches them)
+PLUGINS = (TPU_INFERENCE, TPU_INFERENCE_0_26, ASCEND, *SILENT)  # every plugin a test reads (tests/support/fetch_sources.py fetches them)
 
 
 def _check(plugin: Plugin, monkeypatch: pytest.MonkeyPatch) -> tuple[list[tuple[str, int, str, str]], int]:
@@ -41,14 +42,24 @@ def _line_after(path: Path, text: str, after: str) -> int:
     return next(number for number in range(start, len(lines)) if text in lines[number]) + 1
 
 
-def test_tpu_inference_pooling_return_drops_the_kv_output(monkeypatch: pytest.MonkeyPatch) -> None:
-    """tpu-inference 0.32.0's runner reads the KV output from `maybe_get_kv_connector_output`, hands it on for
-    a non-last pipeline rank, then returns a pooling `ModelRunnerOutput(...)` without it: KVC006, once."""
+@pytest.mark.parametrize("plugin", [TPU_INFERENCE_0_26, TPU_INFERENCE], ids=lambda plugin: plugin.version)
+def test_tpu_inference_drops_the_kv_output_twice(plugin: Plugin, monkeypatch: pytest.MonkeyPatch) -> None:
+    """tpu-inference's runner reads the KV output from `maybe_get_kv_connector_output`. On a non-last pipeline
+    rank it parks it on the returned `JaxIntermediateTensors`, and `TPUWorker.execute_model` (through the
+    runner's public `execute_model`, which returns `_execute_model`'s result as it is) sends only `.tensors`
+    and returns None: KVC006 at the park. Its pooling branch returns a `ModelRunnerOutput(...)` without it:
+    KVC006 again. Nothing else."""
     runner = "tpu_inference/runner/tpu_runner.py"
-    found, analysed = _check(TPU_INFERENCE, monkeypatch)
-    line = _line_after(Path(runner), "return ModelRunnerOutput(", "if self.is_pooling_model:")
-    assert found == [(runner, line, "KVC006", "return ModelRunnerOutput(")]
+    found, analysed = _check(plugin, monkeypatch)
+    park = _line_after(Path(runner), "hidden_states.kv_connector_output = kv_connector_output", "if not self.is_last_rank:")
+    pooling = _line_after(Path(runner), "return ModelRunnerOutput(", "if self.is_pooling_model:")
+    assert found == [
+        (runner, park, "KVC006", "hidden_states.kv_connector_output = kv_connector_output"),
+        (runner, pooling, "KVC006", "return ModelRunnerOutput("),
+    ]
     assert analysed >= 3
+    alone = run([Path(runner)], Config(), jobs=1)  # the pre-commit hook's view: the worker is not passed
+    assert [(f.line, f.code) for f in alone.findings] == [(park, "KVC006"), (pooling, "KVC006")]
 
 
 def test_ascend_returns_the_bare_sentinel_when_the_kv_output_is_empty(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -97,6 +97,22 @@ def test_vllm_0_17_1_drops_the_kv_output_it_unpacks_from_its_step_state(monkeypa
     assert sorted(code for _, _, code, _ in found) == ["KVC002", "KVC002", "KVC006"]
 
 
+def test_vllm_0_22_1_parks_the_kv_output_on_tensors_its_worker_drops(monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM 0.22.1's newer runner no longer keeps the KV output in its step state: on a non-last pipeline rank
+    `execute_model` parks it on the returned `IntermediateTensors`, and `Worker.execute_model` sends only
+    `.tensors` and returns None (KVC006 at the park; 0.24 moved it into `sample_tokens`'s output). The pre-commit
+    hook, given only the runner, reports it too: the worker is found in the rest of the project."""
+    tree = vllm_tree("0.22.1")
+    runner = "vllm/v1/worker/gpu/model_runner.py"
+    park = _line_of(tree / runner, "output_intermediate_tensors.kv_connector_output = kv_connector_output",
+                    "# Non-last PP rank: return IntermediateTensors for sending.")
+    found = _findings(tree, monkeypatch)
+    assert (runner, park, "KVC006", "output_intermediate_tensors.kv_connector_output = kv_connector_output") in found
+    assert sorted(code for _, _, code, _ in found) == ["KVC002", "KVC002", "KVC006"]
+    message = next(f.message for f in run([Path(runner)], Config(), jobs=1).findings if f.line == park)
+    assert "`IntermediateTensors`" in message and "`vllm.v1.worker.gpu_worker.Worker.execute_model`" in message
+
+
 @pytest.mark.parametrize("version", ["0.24.0", "0.33.0"])
 def test_releases_after_the_fix_are_clean(version: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert _findings(vllm_tree(version), monkeypatch) == []

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kvlint.binding.names import ImportTable, ast_dotted_name, child_statements, matches, walk_statements
+from kvlint.binding.summaries import HolderUse, ParkedReturn, PassThrough, function_summaries
 
 Resolver = Callable[[str], str]
 
@@ -79,10 +80,13 @@ class FunctionDecl:
     never_returns: bool = False
     returns_output: bool = False  # some `return` gives the empty sentinel or builds an output class
     is_async: bool = False  # `async def`: a call gives a coroutine, `await` gives what `returns` says
+    # the classes its return annotation names, resolved (`-> ModelRunnerOutput | IntermediateTensors | None`)
+    returned_classes: tuple[str, ...] = ()
 
     def to_json(self) -> list[object]:
         returns = self.returns.to_json() if self.returns else None
-        return ["f", self.qualname, self.name, returns, self.never_returns, self.is_async, self.returns_output]
+        return ["f", self.qualname, self.name, returns, self.never_returns, self.is_async,
+                list(self.returned_classes), self.returns_output]
 
 
 @dataclass(frozen=True)
@@ -154,16 +158,23 @@ class GlobalDecl:
         return ["g", self.qualname, self.type.to_json()]
 
 
-Declaration = FunctionDecl | ClassDecl | GlobalDecl | PathCalls | ModuleDecl
+Declaration = FunctionDecl | ClassDecl | GlobalDecl | PathCalls | ModuleDecl | HolderUse | PassThrough | ParkedReturn
 
 
 def declaration_from_json(data: list[object]) -> Declaration:
     """Decode what `to_json` wrote (the result cache stores declarations this way)."""
     tag = data[0]
     if tag == "f":
-        _, qualname, name, returns, never, is_async, produces = data
+        _, qualname, name, returns, never, is_async, classes, produces = data
         decoded = TypeRef.from_json(returns) if returns else None  # type: ignore[arg-type]
-        return FunctionDecl(str(qualname), str(name), decoded, bool(never), bool(produces), bool(is_async))
+        return FunctionDecl(str(qualname), str(name), decoded, bool(never), bool(produces), bool(is_async),
+                            tuple(map(str, classes)))  # type: ignore[call-overload]
+    if tag == "h":
+        return HolderUse.from_json(data)
+    if tag == "t":
+        return PassThrough.from_json(data)
+    if tag == "r":
+        return ParkedReturn.from_json(data)
     if tag == "m":
         _, module, imports, aliases, called, outside = data
         return ModuleDecl(str(module), tuple(map(str, imports)),  # type: ignore[call-overload]
@@ -512,7 +523,10 @@ def module_declarations(
                 qualname = _join(prefix, child.name)
                 produces = bool(outputs) and _returns_output(child, resolve, sentinels, outputs)
                 found.append(FunctionDecl(qualname, child.name, returns, _never_returns(child, returns), produces,
-                                          isinstance(child, ast.AsyncFunctionDef)))
+                                          isinstance(child, ast.AsyncFunctionDef),
+                                          _annotated_classes(child.returns, resolve)))
+                if fields:
+                    found.extend(function_summaries(child, qualname, resolve, fields))
                 stack.append((child, f"{qualname}.<locals>"))
             elif isinstance(child, ast.ClassDef):
                 qualname = _join(prefix, child.name)
@@ -523,7 +537,8 @@ def module_declarations(
     counts = PathCallCounter(resolve, [entry for entry in path_names if entry[1] or entry[2]]).count(tree)
     if counts:
         found.append(PathCalls(module_name, tuple(sorted(counts.items()))))
-    return sorted(found, key=lambda d: (type(d).__name__, getattr(d, "qualname", getattr(d, "module", ""))))
+    return sorted(found, key=lambda d: (type(d).__name__, getattr(d, "qualname", getattr(d, "module", "")),
+                                        repr(d) if isinstance(d, (HolderUse, PassThrough)) else ""))
 
 
 def _called_imports(statements: Iterable[ast.stmt], imports: ImportTable) -> tuple[str, ...]:
@@ -548,6 +563,31 @@ def _called_imports(statements: Iterable[ast.stmt], imports: ImportTable) -> tup
                 if spelled is not None and spelled.partition(".")[0] in imports.bindings:
                     found.add(imports.resolve_dotted(spelled))
     return tuple(sorted(found))
+
+
+def _annotated_classes(annotation: ast.expr | None, resolve: Resolver) -> tuple[str, ...]:
+    """The classes a return annotation's union names, resolved, in order (not `None`, nor generics' arguments)."""
+    found: list[str] = []
+    stack = [annotation] if annotation is not None else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            stack += [node.right, node.left]
+            continue
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            try:
+                stack.append(ast.parse(node.value.strip(), mode="eval").body)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                pass
+            continue
+        generic = _generic(node, resolve) if isinstance(node, ast.Subscript) else None
+        if generic is not None and (matches(generic[0], (*_OPTIONAL, *_UNION)) or generic[0] in ("Optional", "Union")):
+            stack += reversed(generic[1])
+            continue
+        type_ = type_of_annotation(node, resolve)
+        if type_ is not None and type_.kind == "class" and type_.name not in found:
+            found.append(type_.name)
+    return tuple(found)
 
 
 def _returns_output(

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kvlint.binding.declarations import ClassDecl, Declaration, FunctionDecl, ModuleDecl, PathCalls, module_declarations
-from kvlint.binding.names import ImportTable, walk_statements
+from kvlint.binding.names import ImportTable, matches, walk_statements
+from kvlint.binding.summaries import HolderUse, ParkedReturn, PassThrough
 from kvlint.byte_scan import mentions_any
 from kvlint.source import SourceError, decode_source, module_name_for, parse_source
 
@@ -311,7 +312,84 @@ def imported_declarations_for(
         store.remember_declarations(key, declared)
         return declared
 
-    return imported_declarations(importers, search, {decl.module for decl in importers}, config.names(), declare)
+    found = imported_declarations(importers, search, {decl.module for decl in importers}, config.names(), declare)
+    return found + caller_declarations(declarations, config, paths, root)
+
+
+def caller_declarations(
+    declarations: Sequence[Declaration], config: Config, paths: Sequence[Path], root: Path | None,
+) -> list[Declaration]:
+    """What the rest of the project does with the holders the run's functions return with a KV output parked
+    on them (`binding.summaries`): the pre-commit hook passes the changed runner, not the unchanged worker
+    that decides whether the value is lost. The project's relevant files (as a whole-tree run would analyse
+    them) that call such a function are read for their holder uses, and for their own callers where they
+    return the call's result as it is. Empty when nothing in the run parks, or every file is in the run."""
+    parked = {decl.qualname for decl in declarations if isinstance(decl, ParkedReturn)}
+    if not parked:
+        return []
+    wanted = {qualname.rpartition(".")[2] for qualname in parked}
+    holders = tuple({  # a caller names the holder's class in its `isinstance` test
+        name.rpartition(".")[2].encode() for decl in declarations if isinstance(decl, FunctionDecl)
+        and decl.qualname in parked for name in decl.returned_classes if not matches(name, config.output_classes)
+    })
+    root = root or Path(os.curdir).resolve()  # no project marker: the current directory is the project
+    if any(root.is_relative_to(Path(path).resolve()) for path in paths):
+        return []  # the run holds the whole project already
+    from kvlint.running.discovery import SourceFile, iter_python_files  # the running layer walks trees
+
+    analysed = {decl.module for decl in declarations if isinstance(decl, ModuleDecl)}
+    in_run = tuple(os.path.join(os.path.abspath(path), "") for path in paths)  # the run read those already
+    names = config.names()
+    candidates: list[tuple[bytes, str, bool]] = []
+    for entry in iter_python_files([root], config):
+        if not isinstance(entry, SourceFile) or os.path.abspath(entry.path).startswith(in_run):
+            continue
+        data = _read(Path(entry.path))
+        if data is None or not any(holder in data for holder in holders) or not mentions_any(data, names):
+            continue  # a file a whole-tree run skips says nothing there either
+        module, is_package = module_name_for(Path(entry.path))
+        if module not in analysed:
+            candidates.append((data, module, is_package))
+    found: list[Declaration] = []
+    passing = [decl for decl in declarations if isinstance(decl, PassThrough)]
+    summaries: dict[str, list[HolderUse | PassThrough]] = {}  # by module: each candidate is parsed once
+    asked: set[str] = set()
+    while wanted - asked:  # a function returning the result as it is: its own callers are asked next
+        wanted |= _passed_through(wanted, passing)
+        needles = [f"{name}(".encode() for name in sorted(wanted - asked)]
+        asked |= wanted
+        for data, module, is_package in candidates:
+            if module not in summaries and not any(needle in data for needle in needles):
+                continue
+            if module not in summaries:
+                summaries[module] = _summaries_of(data, module, is_package, config)
+            for decl in summaries[module]:
+                if decl not in found and decl.method in asked:
+                    found.append(decl)
+                    if isinstance(decl, PassThrough):
+                        wanted.add(decl.caller.rpartition(".")[2])
+    return found
+
+
+def _passed_through(names: set[str], passing: Sequence[PassThrough]) -> set[str]:
+    """The functions that return, as it is, what a call of one of these names returned: at any remove."""
+    found = set(names)
+    grew = True
+    while grew:
+        more = {decl.caller.rpartition(".")[2] for decl in passing if decl.method in found}
+        grew = not more <= found
+        found |= more
+    return found
+
+
+def _summaries_of(data: bytes, module: str, is_package: bool, config: Config) -> list[HolderUse | PassThrough]:
+    try:
+        tree = parse_source(decode_source(data))
+    except SourceError:
+        return []
+    imports = ImportTable.from_statements(walk_statements(tree), module, is_package)
+    declared = module_declarations(tree, module, imports, config.empty_sentinels, optional_fields=config.optional_fields)
+    return [decl for decl in declared if isinstance(decl, (HolderUse, PassThrough))]
 
 
 def declarations_of(data: bytes, module_name: str, is_package: bool, config: Config) -> list[Declaration]:

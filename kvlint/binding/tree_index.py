@@ -22,6 +22,7 @@ from kvlint.binding.declarations import (
     ClassDecl, Declaration, FunctionDecl, GlobalDecl, ModuleDecl, PathCalls, TypeRef,
 )
 from kvlint.binding.names import matches
+from kvlint.binding.summaries import HolderUse, PassThrough
 
 # Functions every Python program knows never return (a path that calls one ends there).
 KNOWN_NO_RETURN = (
@@ -74,6 +75,9 @@ class TreeIndex:
         self._aliases: dict[str, dict[str, str]] = {}  # module -> the names its imports bind (re-exports)
         self.outside_modules: set[str] = set()  # read beyond the run's files: declarations, never callers
         self._reachable: dict[str, frozenset[str]] = {}
+        # by the called name: what each caller does with a holder that call returned (`binding.summaries`)
+        self._holder_uses: dict[str, list[HolderUse]] = {}
+        self._pass_throughs: dict[str, list[str]] = {}  # by the called name: the functions returning its result
         classes_by_name: dict[str, list[ClassDecl]] = {}
         ambiguous: set[str] = set()  # two files of one module name (scripts without packages): trust neither
         for decl in declarations:
@@ -90,6 +94,10 @@ class TreeIndex:
             elif isinstance(decl, PathCalls):
                 for name, count in decl.counts:
                     self.path_calls[name] = self.path_calls.get(name, 0) + count
+            elif isinstance(decl, HolderUse):
+                self._holder_uses.setdefault(decl.method, []).append(decl)
+            elif isinstance(decl, PassThrough):
+                self._pass_throughs.setdefault(decl.method, []).append(decl.caller)
             elif isinstance(decl, ModuleDecl):
                 if self.modules.setdefault(decl.module, decl.imports) != decl.imports:
                     self.modules[decl.module] = tuple(sorted({*self.modules[decl.module], *decl.imports}))
@@ -151,6 +159,8 @@ class TreeIndex:
             sorted(self.modules.items()),
             sorted((module, sorted(aliases.items())) for module, aliases in self._aliases.items()),
             sorted(self.outside_modules),
+            sorted(use.to_json() for uses in self._holder_uses.values() for use in uses),
+            sorted((method, sorted(callers)) for method, callers in self._pass_throughs.items()),
         ]
 
     def callee_candidates(self) -> list[str]:
@@ -217,6 +227,21 @@ class TreeIndex:
         """The declaration of a resolved function name (`pkg.mod.f`, or `f` of this module), through re-exports."""
         return (self.functions.get(callee) or self.functions.get(f"{module_name}.{callee}")
                 or self.functions.get(self.canonical(callee)))
+
+    def holder_uses(self, method: str, holders: Iterable[str]) -> list[HolderUse]:
+        """What the callers of `method` do where its result is one of these classes (resolved names), in a
+        stable order: each keeps the holder or drops it."""
+        wanted = {self.canonical(holder) for holder in holders}
+        found: set[HolderUse] = set()
+        methods, seen = [method], set()
+        while methods:  # a function that returns the call's result as it is: its callers are the callee's
+            called = methods.pop()
+            if called in seen:
+                continue
+            seen.add(called)
+            found.update(use for use in self._holder_uses.get(called, ()) if self.canonical(use.holder) in wanted)
+            methods.extend(caller.rpartition(".")[2] for caller in self._pass_throughs.get(called, ()))
+        return sorted(found, key=lambda use: (use.caller, use.line))
 
     def canonical(self, name: str) -> str:
         """Where a dotted name is declared, following the re-exports of the modules on its way

@@ -66,6 +66,7 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         self.local_definitions: set[str] = set()  # names a function binds by import, `def` or `class`
         self.shielded = ""  # inside `try` whose handlers catch AttributeError (or a base): the handler it names
         self.attached_outputs: set[tuple[object, ...]] = set()  # outputs given their connector output later
+        self.parks: dict[tuple[str, str, str], ast.Assign] = {}  # (scope, holder, value) -> where it was parked
         self.names_within: dict[int, frozenset[str]] = {}  # by id() of a node of `module`, which keeps it alive
         self.payload_fields: dict[str, tuple[str, ...]] = {}  # by invariant: its payload's fields the tree declares
         # the modules this one reaches through its imports: where a name's fallback may find its declaration

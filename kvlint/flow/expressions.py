@@ -458,9 +458,15 @@ class Expressions:
 
     def _hand_on(self, expressions: Sequence[ast.AST], state: NullnessState) -> None:
         """The KV values named in these expressions are passed on, stored or attached (KVC006)."""
-        pending = {
+        if self.parks:  # a holder handed on takes what is parked on it along
+            holders = {v.parked_on for v in state.values.values() if v.parked_on}
+            named = {name for expression in expressions for name in holders & self._names_within(expression)}
+            for key, held in list(state.values.items()):
+                if held.parked_on in named:
+                    state.values[key] = dataclasses.replace(held, parked_on="")
+        pending = {  # a parked value handed on again is handed on for good
             k for k, v in state.values.items()
-            if "." not in k and ((v.kv_source and not v.handed_on) or v.output_sites)
+            if "." not in k and ((v.kv_source and (not v.handed_on or v.parked_on)) or v.output_sites)
         }
         if not pending:
             return
@@ -468,7 +474,8 @@ class Expressions:
             for name in pending & self._names_within(expression):
                 pending.discard(name)
                 # an output that escapes before its connector output is set stays without it (KVC003)
-                state.values[name] = dataclasses.replace(state.values[name], handed_on=True, output_sites=frozenset())
+                state.values[name] = dataclasses.replace(
+                    state.values[name], handed_on=True, output_sites=frozenset(), parked_on="")
 
     def _names_within(self, node: ast.AST) -> frozenset[str]:
         """Every name an expression mentions, a lambda's or nested function's included (they capture it).

@@ -44,6 +44,9 @@ class Value:
     kv_source: bool = False  # bound from a KV source: a producer must hand it on (KVC006)
     handed_on: bool = False  # attached, stored, passed to a call or yielded since it was bound
     held_by: str = ""  # `self.state.kv_connector_output` it was read from, still holding it (KVC006: not lost)
+    # handed on only by parking it on this local holder (`hidden_states.kv_connector_output = kvo`): returning
+    # the holder hands it on only if its callers keep it (`binding.summaries`)
+    parked_on: str = ""
     empty: bool = False  # a connector output known to be empty (`is_empty()`, every payload set falsy)
     known_fields: frozenset[str] = frozenset()  # payload fields constructed non-None; of a copy: fields given anew
     sentinel_part: bool = False  # a member of the shared sentinel (mutating it is KVC004)
@@ -123,6 +126,7 @@ def join_values(a: Value, b: Value) -> Value:
         kv_source=a.kv_source or b.kv_source,
         handed_on=a.handed_on or b.handed_on,  # handed on along one path: silence (precision first)
         held_by=a.held_by if a.held_by == b.held_by else "",
+        parked_on=a.parked_on if a.parked_on == b.parked_on else "",  # parked on one path only: handed on
         empty=(a.empty or a.nullness is Nullness.NONE) and (b.empty or b.nullness is Nullness.NONE),
         known_fields=a.known_fields & b.known_fields,
         sentinel_part=a.sentinel_part or b.sentinel_part,

@@ -32,6 +32,7 @@ from kvlint.flow.syntax import (
     ref_key,
 )
 from kvlint.binding.names import matches
+from kvlint.binding.summaries import is_test_module
 from kvlint.sites import SentinelUseKind, SiteKind
 
 NONE_ERRORS = ("AttributeError", "TypeError", "Exception", "BaseException")  # what `None.x` / `None[0]` raise
@@ -52,6 +53,8 @@ class Statements:
         for name, held in list(state.values.items()):
             if held.held_by and (held.held_by == key or held.held_by.startswith((prefix_dot, prefix_index))):
                 state.values[name] = dataclasses.replace(held, held_by="")  # `self.state = None`: only we hold it
+            elif held.parked_on == key:  # the name is rebound: the holder lives on somewhere else, or nowhere
+                state.values[name] = dataclasses.replace(held, parked_on="")
         state.values[key] = value
 
     def _invalidate(self, key: str, state: NullnessState) -> None:
@@ -218,7 +221,8 @@ class Statements:
     def _stmt_Assign(self, node: ast.Assign, state: NullnessState) -> NullnessState:
         value = self._eval(node.value, state)
         targets = list(node.targets)
-        self._hand_on([node.value], state)  # merged into, stored in or aliased by the targets: not dropped
+        if not self._park(node, state):
+            self._hand_on([node.value], state)  # merged into, stored in or aliased by the targets: not dropped
         if len(targets) == 1 and isinstance(targets[0], ast.Name):
             condition = self._condition_of(node.value, state)
             if condition is not None:
@@ -226,6 +230,25 @@ class Statements:
         for target in targets:
             self._assign(target, value, state, node.value)
         return state
+
+    def _park(self, node: ast.Assign, state: NullnessState) -> bool:
+        """`hidden_states.kv_connector_output = kvo`: a KV value not yet handed on is parked on a local holder
+        that is not an output. It counts as handed on, and remembers the holder, so that a `return` of the
+        holder can ask what the callers do with it (`_check_parked`)."""
+        target = node.targets[0] if len(node.targets) == 1 else None
+        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                and isinstance(node.value, ast.Name) and self.invariants.of_field(target.attr)):
+            return False
+        holder, name = target.value.id, node.value.id
+        held = state.values.get(name)
+        receiver = state.values.get(holder, UNTRACKED)
+        if (held is None or not held.kv_source or held.handed_on or holder in ("self", "cls")
+                or receiver.sentinel or receiver.empty_copy or receiver.output_sites
+                or (receiver.cls and matches(receiver.cls, self.invariants.output_classes))):
+            return False
+        state.values[name] = dataclasses.replace(held, handed_on=True, parked_on=holder)
+        self.parks[(self.scope.qualname, holder, name)] = node
+        return True
 
     def _stmt_AnnAssign(self, node: ast.AnnAssign, state: NullnessState) -> NullnessState:
         if node.value is not None:
@@ -317,6 +340,8 @@ class Statements:
         value = Value(Nullness.NONE)
         if node.value is not None:
             value = self._eval(node.value, state)
+            if self.parks and self.scope.producer and isinstance(node.value, ast.Name):
+                self._check_parked(node.value.id, state)
             self._hand_on([node.value], state)
             if value.sentinel or value.empty_copy:
                 for invariant in value.sentinel_of:
@@ -363,6 +388,44 @@ class Statements:
                 operand=key,
                 origin=held.origin,
                 expression=f"return {self._code(node.value)}" if node.value is not None else "return",
+                state=state,
+            )
+
+    def _check_parked(self, holder: str, state: NullnessState) -> None:
+        """KVC006 across a call: the function returns the holder a KV value is parked on, and every caller that
+        knows the holder's class (it tests `isinstance`) reads other fields of it and returns without it."""
+        parked = sorted(
+            (key, held) for key, held in state.values.items()
+            if held.parked_on == holder and held.kv_source and held.invariant
+            and held.nullness in (Nullness.MAYBE_NONE, Nullness.NOT_NONE) and not self._known_empty(key, held, state)
+        )
+        if not parked:
+            return
+        qualname = f"{self.module_name}.{self.scope.qualname}" if self.module_name else self.scope.qualname
+        declared = self.own_functions.get(qualname)
+        holders = [
+            name for name in (declared.returned_classes if declared is not None else ())
+            if not matches(name, self.invariants.output_classes)
+        ]
+        uses = [use for use in self.index.holder_uses(self.scope.qualname.rpartition(".")[2], holders)
+                if use.caller != qualname and not is_test_module(self.index.module_of(use.caller))]
+        if not uses or not all(use.drops for use in uses):
+            return  # nobody known receives it, or somebody keeps it: handed on
+        callers = tuple(f"`{use.caller}` (line {use.line})" for use in uses)
+        for key, held in parked:
+            park = self.parks.get((self.scope.qualname, holder, key))
+            if park is None:
+                continue
+            self._record(
+                SiteKind.KV_DROPPED,
+                park,
+                invariant=held.invariant,
+                operand=key,
+                origin=held.origin,
+                expression=self._code(park),
+                parked_on=holder,
+                parked_class=uses[0].holder.rpartition(".")[2],
+                dropped_by=callers,
                 state=state,
             )
 

@@ -19,6 +19,15 @@ def check(site: Site) -> str | None:
     origin = f" (read from {site.origin})" if site.origin and site.origin != f"`{site.operand}`" else ""
     kv = site.invariant in ("", "kv")
     what = "finished KV transfers" if kv else f"what the `{site.invariant}` connector finished"
+    if site.parked_on:
+        field = site.field or "kv_connector_output"
+        callers = ", ".join(site.dropped_by)
+        who = f"its caller {callers} drops it" if len(site.dropped_by) == 1 else f"its callers {callers} drop it"
+        return (
+            f"`{site.operand}`{origin}, which may carry {what}, is only parked on the returned `{site.parked_on}` "
+            f"(`{site.parked_class}`), and {who}: it reads other fields and returns without `.{field}`; "
+            f"return it in an output (`{field}={site.operand}`) or read it back in the caller"
+        )
     return (
         f"`{site.expression}` drops `{site.operand}`{origin}, which may carry {what}; "
         f"attach it to the output (`{site.field or 'kv_connector_output'}={site.operand}`) or hand it on before "
@@ -35,6 +44,8 @@ def fix(site: Site, context: FixContext) -> Fix:
     from kvlint.binding.names import matches
     from kvlint.rules.attaching import keyword_edit, return_with_output, the_candidate
 
+    if site.parked_on:
+        raise NoFix("the output is lost in a caller: where it should go back is a design choice")
     value = the_candidate(site)
     if value != site.operand:
         raise NoFix(f"`{value}`, not `{site.operand}`, is the one connector output in scope here")

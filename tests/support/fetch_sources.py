@@ -18,7 +18,7 @@ from tests.test_real_plugins import PLUGINS
 from tests.support.vllm_sources import CACHE, plugin_tree, vllm_tree
 
 # every release a test reads through `vllm_tree`
-WHEELS = ("0.10.0", "0.10.1", "0.13.0", "0.17.1", "0.20.0", "0.24.0", "0.33.0")
+WHEELS = ("0.10.0", "0.10.1", "0.13.0", "0.17.1", "0.20.0", "0.22.1", "0.24.0", "0.33.0")
 SDISTS = ("0.33.0",)  # every release a test reads through `vllm_sdist_tree`
 
 
