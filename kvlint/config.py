@@ -41,7 +41,7 @@ _FINGERPRINT_VERSION = "kvlint-config-2"
 
 _CODE_KEYS = ("select", "ignore", "test-ignore")
 _GLOB_KEYS = ("exclude", "test-files")
-_ATTRIBUTE_KEYS = ("optional-fields", "payload-optional-fields")
+_ATTRIBUTE_KEYS = ("optional-fields", "payload-optional-fields", "emptiness-fields")
 _DOTTED_KEYS = (
     "output-classes",
     "empty-sentinels",

@@ -25,6 +25,8 @@ class Invariant:
     optional_fields: tuple[str, ...] = ()
     payload_class: str = ""
     payload_optional_fields: tuple[str, ...] = ()
+    # the payload's fields that are never None but that its `is_empty()` counts too (`invalid_block_ids`)
+    emptiness_fields: tuple[str, ...] = ()
     output_classes: tuple[str, ...] = ()
     empty_sentinels: tuple[str, ...] = ()
     attaching_helpers: tuple[str, ...] = ()  # calls that return an output carrying the payload they are given
@@ -69,6 +71,7 @@ PRESETS: dict[str, Invariant] = {
             "finished_sending", "finished_recving", "kv_connector_stats", "kv_cache_events",
             "kv_connector_worker_meta",
         ),
+        emptiness_fields=("invalid_block_ids", "failed_recving"),
         output_classes=("ModelRunnerOutput",),
         empty_sentinels=("EMPTY_MODEL_RUNNER_OUTPUT",),
         attaching_helpers=("ModelRunnerOutput.with_kv_conn_output_only",),
@@ -166,6 +169,11 @@ class InvariantSet:
         """The payload optional fields of `invariant`; of every invariant when it is not known."""
         found = self.by_name.get(invariant)
         return found.payload_optional_fields if found is not None else self.payload_optional_fields
+
+    def emptiness_fields_of(self, invariant: str) -> tuple[str, ...]:
+        """The fields besides the optional ones that an empty payload of `invariant` has falsy."""
+        found = self.by_name.get(invariant)
+        return found.emptiness_fields if found is not None else ()
 
     def of_payload_field(self, name: str) -> str:
         """The first invariant whose payload has a field `name`."""

@@ -83,6 +83,7 @@ class Site:
     connector_output_argument: str = ""  # source of the kv_connector_output= argument
     path_reason: str = ""  # why the point is on a connector path
     allowed_empty: bool = False  # a returned sentinel that `empty-output = "allow-when-empty"` accepts here
+    unchecked_fields: tuple[str, ...] = ()  # where it does not: what a partial emptiness test left unchecked
     invariant: str = ""  # the invariant the site speaks for (`kv`, `ec`); its path facts are that invariant's
     field: str = ""  # that invariant's optional field, as messages name it (`kv_connector_output`)
     payload: str = ""  # its payload class, as messages name it (`KVConnectorOutput`)

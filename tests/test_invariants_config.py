@@ -48,6 +48,7 @@ def test_every_key_of_an_invariant_table(project: Path) -> None:
         optional-fields = ["kv_connector_output", "kv_out"]
         payload-class = "plugin.outputs.KVOut"
         payload-optional-fields = ["done_sending"]
+        emptiness-fields = ["failed_ids"]
         output-classes = ["plugin.outputs.PluginOutput"]
         empty-sentinels = ["EMPTY_PLUGIN_OUTPUT"]
         attaching-helpers = ["PluginOutput.with_kv"]
@@ -63,6 +64,7 @@ def test_every_key_of_an_invariant_table(project: Path) -> None:
         "optional-fields": ("kv_connector_output", "kv_out"),
         "payload-class": "plugin.outputs.KVOut",
         "payload-optional-fields": ("done_sending",),
+        "emptiness-fields": ("failed_ids",),
         "output-classes": ("plugin.outputs.PluginOutput",),
         "empty-sentinels": ("EMPTY_PLUGIN_OUTPUT",),
         "attaching-helpers": ("PluginOutput.with_kv",),

@@ -315,3 +315,81 @@ def test_a_marker_names_the_invariants_of_the_configuration_in_use(project: Path
         """,
     })
     assert _found(project) == [("drafter.py", 3, "KVC002", "draft"), ("drafter.py", 4, "KVC101", "")]
+
+
+_PAYLOAD_OF_0_33 = '''
+    from dataclasses import dataclass, field
+
+
+    @dataclass
+    class KVConnectorOutput:
+        finished_sending: set[str] | None = None
+        finished_recving: set[str] | None = None
+        kv_connector_stats: object | None = None
+        invalid_block_ids: set[int] = field(default_factory=set)
+        failed_recving: set[str] = field(default_factory=set)
+
+        def is_empty(self) -> bool:
+            return not (self.finished_sending or self.finished_recving or self.kv_connector_stats
+                        or self.invalid_block_ids or self.failed_recving)
+
+
+    @dataclass
+    class ModelRunnerOutput:
+        req_ids: list[str]
+        kv_connector_output: KVConnectorOutput | None = None
+
+
+    EMPTY_MODEL_RUNNER_OUTPUT = ModelRunnerOutput(req_ids=[])
+'''
+
+_IDLE_STEPS = '''
+    from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT, ModelRunnerOutput
+
+
+    class IdleSteps:
+        def two_sets_only(self, scheduler_output):
+            with self._get_kv_connector_output(scheduler_output) as kvo:
+                pass
+            if not kvo.finished_sending and not kvo.finished_recving:
+                return EMPTY_MODEL_RUNNER_OUTPUT
+            return ModelRunnerOutput(req_ids=[], kv_connector_output=kvo)
+
+        def every_field(self, scheduler_output):
+            with self._get_kv_connector_output(scheduler_output) as kvo:
+                pass
+            if (not kvo.finished_sending and not kvo.finished_recving and not kvo.kv_connector_stats
+                    and not kvo.invalid_block_ids and not kvo.failed_recving):
+                return EMPTY_MODEL_RUNNER_OUTPUT
+            return ModelRunnerOutput(req_ids=[], kv_connector_output=kvo)
+
+        def asks_the_payload(self, scheduler_output):
+            with self._get_kv_connector_output(scheduler_output) as kvo:
+                pass
+            if kvo.is_empty():
+                return EMPTY_MODEL_RUNNER_OUTPUT
+            return ModelRunnerOutput(req_ids=[], kv_connector_output=kvo)
+'''
+
+
+def test_allow_when_empty_counts_every_field_is_empty_counts(project: Path) -> None:
+    """vLLM's `is_empty()` counts `invalid_block_ids` and `failed_recving`, which are never None: a test of the
+    two finished sets alone is not "empty", and the message names what it left unchecked."""
+    _write(project, {
+        "pyproject.toml": '[tool.kvlint]\nempty-output = "allow-when-empty"\n',
+        "vllm/v1/outputs.py": _PAYLOAD_OF_0_33,
+        "runner.py": _IDLE_STEPS,
+    })
+    result = run([Path(".")], load_config([project]), jobs=1)
+    assert [(f.path, f.line, f.code) for f in result.findings] == [("runner.py", 9, "KVC002")]
+    assert ("(not shown empty: its `is_empty()` also counts `kv_connector_stats`, `invalid_block_ids`, "
+            "`failed_recving`, which the test left unchecked)") in result.findings[0].message
+
+
+def test_allow_when_empty_with_the_payload_out_of_sight_trusts_the_two_sets(project: Path) -> None:
+    """Which release's payload it is, nothing says: the two sets every release has are the test (silence)."""
+    _write(project, {
+        "pyproject.toml": '[tool.kvlint]\nempty-output = "allow-when-empty"\n',
+        "runner.py": _IDLE_STEPS,
+    })
+    assert _found(project) == []

@@ -69,6 +69,7 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         self.parks: dict[tuple[str, str, str], ast.Assign] = {}  # (scope, holder, value) -> where it was parked
         self.names_within: dict[int, frozenset[str]] = {}  # by id() of a node of `module`, which keeps it alive
         self.payload_fields: dict[str, tuple[str, ...]] = {}  # by invariant: its payload's fields the tree declares
+        self.emptiness_fields: dict[str, tuple[str, ...]] = {}  # by invariant: what an empty payload has falsy
         # the modules this one reaches through its imports: where a name's fallback may find its declaration
         self.reach = index.reachable(module_name, imports.modules)
         self.payload_class_decls: dict[str, ClassDecl | None] = {}  # configured name -> the class this module means

@@ -278,6 +278,21 @@ class Expressions:
                 return invariant.name
         return self.invariants.of_payload_field(attr)
 
+    def _emptiness_fields(self, invariant: str) -> tuple[str, ...]:
+        """What must be falsy for the payload to be empty: its optional fields (`_payload_fields`) and the
+        configured `emptiness-fields` its class declares (vLLM 0.33's `is_empty()` counts `invalid_block_ids`
+        and `failed_recving`, which are never None); only the optional ones where the class is out of sight."""
+        fields = self.emptiness_fields.get(invariant)
+        if fields is None:
+            fields = self._payload_fields(invariant)
+            found = self.invariants.by_name.get(invariant)
+            declared = self._payload_class(found.payload_class) if found is not None else None
+            if declared is not None and declared.members:
+                members = {name for decl in self.index.mro(declared.qualname) for name, _ in decl.members}
+                fields += tuple(name for name in self.invariants.emptiness_fields_of(invariant) if name in members)
+            self.emptiness_fields[invariant] = fields
+        return fields
+
     def _payload_fields(self, invariant: str) -> tuple[str, ...]:
         """The payload's optional fields: the configured ones its class declares where the tree declares it
         (vLLM 0.10's payload has two of the five the newest one has); where this module's payload class is out

@@ -10,6 +10,7 @@ import ast
 from kvlint.flow.state import (
     Nullness,
     NullnessState,
+    UNTRACKED,
     PathFact,
     Value,
     join_values,
@@ -119,7 +120,17 @@ class Narrowing:
             if value is not None and (value.payload or value.connector_output):
                 false_state.values[key] = dataclasses.replace(value, empty=True)  # falsy: None or empty
                 self._mark_empty_output(key, false_state)
+            elif self._is_emptiness_field(key, false_state):  # `not kvo.invalid_block_ids`: never None, empty
+                false_state.values[key] = dataclasses.replace(value or UNTRACKED, empty=True)
+                self._mark_empty_output(key, false_state)
         return true_state, false_state
+
+    def _is_emptiness_field(self, key: str, state: NullnessState) -> bool:
+        """`kvo.invalid_block_ids` of a connector output `kvo`: a field its `is_empty()` counts."""
+        owner, _, name = key.rpartition(".")
+        if not owner or name not in self.invariants.emptiness_fields_of(self._lookup(owner, state).invariant):
+            return False
+        return self._lookup(owner, state).connector_output
 
     def _mark_empty_output(self, payload_key: str, state: NullnessState) -> None:
         """Every payload set of `x` is falsy here: `x` carries nothing (for KVC006)."""

@@ -19,8 +19,12 @@ def check(site: Site) -> str | None:
     if not site.on_connector_path or site.allowed_empty:
         return None
     payload, field = site.payload or "KVConnectorOutput", site.field or "kv_connector_output"
+    unchecked = ""
+    if site.unchecked_fields:
+        names = ", ".join(f"`{name}`" for name in site.unchecked_fields)
+        unchecked = f" (not shown empty: its `is_empty()` also counts {names}, which the test left unchecked)"
     return (
-        f"`return {site.operand}` on a connector path ({site.path_reason}) drops the {payload}; "
+        f"`return {site.operand}` on a connector path ({site.path_reason}) drops the {payload}{unchecked}; "
         f"return a copy with `{field}` set"
     )
 
