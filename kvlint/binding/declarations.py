@@ -141,10 +141,11 @@ class ModuleDecl:
     aliases: tuple[tuple[str, str], ...] = ()  # the names its imports bind: what `module.name` re-exports
     called: tuple[str, ...] = ()  # imported functions it calls as a statement or in a condition (resolved)
     outside: bool = False  # read from beyond the run's files, for its declarations only (`module_resolution`)
+    stars: tuple[str, ...] = ()  # the modules it star-imports (`from .errors import *`): their names are its
 
     def to_json(self) -> list[object]:
         return ["m", self.module, list(self.imports), [list(item) for item in self.aliases], list(self.called),
-                self.outside]
+                self.outside, list(self.stars)]
 
 
 @dataclass(frozen=True)
@@ -176,10 +177,10 @@ def declaration_from_json(data: list[object]) -> Declaration:
     if tag == "r":
         return ParkedReturn.from_json(data)
     if tag == "m":
-        _, module, imports, aliases, called, outside = data
+        _, module, imports, aliases, called, outside, stars = data
         return ModuleDecl(str(module), tuple(map(str, imports)),  # type: ignore[call-overload]
                           tuple((str(name), str(target)) for name, target in aliases),  # type: ignore[union-attr]
-                          tuple(map(str, called)), bool(outside))  # type: ignore[call-overload]
+                          tuple(map(str, called)), bool(outside), tuple(map(str, stars)))  # type: ignore[call-overload]
     if tag == "p":
         _, module, counts = data
         return PathCalls(str(module), tuple((str(n), int(c)) for n, c in counts))  # type: ignore[union-attr]
@@ -507,7 +508,7 @@ def module_declarations(
     outputs = tuple(output_classes)
     found: list[Declaration] = [ModuleDecl(
         module_name, tuple(sorted(imports.modules)), tuple(sorted(imports.bindings.items())),
-        _called_imports(walk_statements(tree), imports),
+        _called_imports(walk_statements(tree), imports), stars=imports.stars,
     )] if module_name else []
     for statement in tree.body:
         if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
@@ -562,6 +563,8 @@ def _called_imports(statements: Iterable[ast.stmt], imports: ImportTable) -> tup
                 spelled = ast_dotted_name(expression.func)
                 if spelled is not None and spelled.partition(".")[0] in imports.bindings:
                     found.add(imports.resolve_dotted(spelled))
+                elif spelled is not None and "." not in spelled:  # `fail()` a star import may have bound
+                    found.update(f"{star}.{spelled}" for star in imports.stars)
     return tuple(sorted(found))
 
 

@@ -208,6 +208,11 @@ def imported_declarations(
             exported = [name for name in entry.called if name in aliases]
             for name in exported:  # a package re-exporting the function: follow it to where it is defined
                 want(aliases[name], entry.depth + 1, called=True)
+            starred = [name for name in entry.called if name not in aliases and not name.startswith("_")]
+            for name in starred if decl.stars else ():  # `from .errors import *`: it may be defined there
+                exported.append(name)
+                for star in decl.stars:
+                    want(f"{star}.{name}", entry.depth + 1, called=True)
             if exported and not (relevant or defines_called):  # the binder follows the re-export through it
                 found.append(dataclasses.replace(decl, outside=True))
             if relevant and entry.depth < MAX_IMPORT_DEPTH:

@@ -62,10 +62,12 @@ class ImportTable:
     often imports inside functions); the last import of a name wins.
     """
 
-    def __init__(self, bindings: dict[str, str] | None = None, modules: Iterable[str] = ()):
+    def __init__(self, bindings: dict[str, str] | None = None, modules: Iterable[str] = (), stars: Iterable[str] = ()):
         self.bindings: dict[str, str] = dict(bindings or {})
         # what the imports name as written, made absolute: `a.b` (`import a.b`), `a.b.C` (`from a.b import C`)
         self.modules: frozenset[str] = frozenset(modules)
+        # the modules `from m import *` binds every public name of (which names, the binder knows)
+        self.stars: tuple[str, ...] = tuple(stars)
 
     @classmethod
     def from_ast(cls, tree: ast.AST, module_name: str = "", is_package: bool = False) -> ImportTable:
@@ -79,6 +81,7 @@ class ImportTable:
         """Collect the import bindings among a module's statements (`walk_statements`)."""
         bindings: dict[str, str] = {}
         modules: set[str] = set()
+        stars: list[str] = []
         for node in statements:
             if isinstance(node, ast.Import):
                 for alias in node.names:
@@ -96,10 +99,12 @@ class ImportTable:
                     modules.add(source)
                 for alias in node.names:
                     if alias.name == "*":
+                        if source and source not in stars:
+                            stars.append(source)
                         continue
                     bindings[alias.asname or alias.name] = f"{source}.{alias.name}" if source else alias.name
                     modules.add(bindings[alias.asname or alias.name])
-        return cls(bindings, modules)
+        return cls(bindings, modules, stars)
 
     def resolve_dotted(self, spelled: str) -> str:
         """Return the dotted name a spelled `a.b.c` refers to, through imports."""

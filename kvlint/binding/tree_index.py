@@ -73,6 +73,7 @@ class TreeIndex:
         # each module of the run and what its imports name: which declarations a module can reach
         self.modules: dict[str, tuple[str, ...]] = {}
         self._aliases: dict[str, dict[str, str]] = {}  # module -> the names its imports bind (re-exports)
+        self._stars: dict[str, tuple[str, ...]] = {}  # module -> the modules it star-imports
         self.outside_modules: set[str] = set()  # read beyond the run's files: declarations, never callers
         self._reachable: dict[str, frozenset[str]] = {}
         # by the called name: what each caller does with a holder that call returned (`binding.summaries`)
@@ -102,6 +103,8 @@ class TreeIndex:
                 if self.modules.setdefault(decl.module, decl.imports) != decl.imports:
                     self.modules[decl.module] = tuple(sorted({*self.modules[decl.module], *decl.imports}))
                 self._aliases.setdefault(decl.module, {}).update(decl.aliases)
+                if decl.stars:
+                    self._stars[decl.module] = decl.stars
                 if decl.outside:
                     self.outside_modules.add(decl.module)
         for qualname in ambiguous:
@@ -158,6 +161,7 @@ class TreeIndex:
             # what each module imports and re-exports decides what the others reach
             sorted(self.modules.items()),
             sorted((module, sorted(aliases.items())) for module, aliases in self._aliases.items()),
+            sorted(self._stars.items()),
             sorted(self.outside_modules),
             sorted(use.to_json() for uses in self._holder_uses.values() for use in uses),
             sorted((method, sorted(callers)) for method, callers in self._pass_throughs.items()),
@@ -224,9 +228,27 @@ class TreeIndex:
         return None
 
     def function(self, callee: str, module_name: str) -> FunctionDecl | None:
-        """The declaration of a resolved function name (`pkg.mod.f`, or `f` of this module), through re-exports."""
-        return (self.functions.get(callee) or self.functions.get(f"{module_name}.{callee}")
-                or self.functions.get(self.canonical(callee)))
+        """The declaration of a resolved function name (`pkg.mod.f`, or `f` of this module), through re-exports
+        and, for a name no import binds, the module's star imports."""
+        found = (self.functions.get(callee) or self.functions.get(f"{module_name}.{callee}")
+                 or self.functions.get(self.canonical(callee)))
+        if found is None and "." not in callee:
+            target = self._star_target(module_name, callee)
+            found = self.functions.get(self.canonical(target)) if target else None
+        return found
+
+    def _star_target(self, module: str, name: str) -> str | None:
+        """`module.name` bound by one of the module's `from m import *`: the first star source that declares or
+        re-exports a public `name` (a later import would win at run time; a module rarely star-imports one name
+        from two)."""
+        if name.startswith("_"):
+            return None  # a star import binds no private name (without `__all__`, which kvlint does not read)
+        for star in self._stars.get(module, ()):
+            candidate = f"{star}.{name}"
+            if (candidate in self.functions or candidate in self.classes or candidate in self.globals
+                    or name in self._aliases.get(star, {})):
+                return candidate
+        return None
 
     def holder_uses(self, method: str, holders: Iterable[str]) -> list[HolderUse]:
         """What the callers of `method` do where its result is one of these classes (resolved names), in a
@@ -253,6 +275,8 @@ class TreeIndex:
                 rest = f"{last}.{rest}" if rest else last
             head, _, tail = rest.partition(".")
             target = self._aliases.get(module, {}).get(head) if head else None
+            if not target and head:
+                target = self._star_target(module, head)
             if not target or target == f"{module}.{head}":
                 return name
             name = f"{target}.{tail}" if tail else target
