@@ -215,7 +215,8 @@ def test_a_star_import_binds_the_public_names_its_module_declares(tmp_path: Path
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("from .errors import *  # what kv_connector_output checks need\n")
     (tmp_path / "pkg" / "errors.py").write_text(
-        "from typing import NoReturn  # ends a step whose kv_connector_output is missing\n\n\ndef fail(why: str) -> NoReturn:\n    raise RuntimeError(why)\n\n\n"
+        "from typing import NoReturn  # ends a step whose kv_connector_output is missing\n\n\n"
+        "def fail(why: str) -> NoReturn:\n    raise RuntimeError(why)\n\n\n"
         "def _fail_quietly(why: str) -> NoReturn:\n    raise RuntimeError(why)\n"
     )
     from kvlint.running.runner import index_tree

@@ -24,7 +24,8 @@ SILENT = (  # connector-aware plugins on which every finding would be a false on
     Plugin("vllm-rbln", "0.12.0", "vllm_rbln"),
     Plugin("ai-dynamo", "1.6.1", "dynamo"),
 )
-PLUGINS = (TPU_INFERENCE, TPU_INFERENCE_0_26, ASCEND, *SILENT)  # every plugin a test reads (tests/support/fetch_sources.py fetches them)
+# every plugin a test reads (tests/support/fetch_sources.py fetches them)
+PLUGINS = (TPU_INFERENCE, TPU_INFERENCE_0_26, ASCEND, *SILENT)
 
 
 def _check(plugin: Plugin, monkeypatch: pytest.MonkeyPatch) -> tuple[list[tuple[str, int, str, str]], int]:
@@ -51,10 +52,11 @@ def test_tpu_inference_drops_the_kv_output_twice(plugin: Plugin, monkeypatch: py
     KVC006 again. Nothing else."""
     runner = "tpu_inference/runner/tpu_runner.py"
     found, analysed = _check(plugin, monkeypatch)
-    park = _line_after(Path(runner), "hidden_states.kv_connector_output = kv_connector_output", "if not self.is_last_rank:")
+    parked = "hidden_states.kv_connector_output = kv_connector_output"
+    park = _line_after(Path(runner), parked, "if not self.is_last_rank:")
     pooling = _line_after(Path(runner), "return ModelRunnerOutput(", "if self.is_pooling_model:")
     assert found == [
-        (runner, park, "KVC006", "hidden_states.kv_connector_output = kv_connector_output"),
+        (runner, park, "KVC006", parked),
         (runner, pooling, "KVC006", "return ModelRunnerOutput("),
     ]
     assert analysed >= 3

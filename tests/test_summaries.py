@@ -135,5 +135,6 @@ def test_a_holder_use_round_trips_through_the_cache_format() -> None:
     from kvlint.binding.declarations import declaration_from_json
 
     for decl in (HolderUse("m.W.execute_model", "execute_model", "m.Stage", True, 12),
-                 PassThrough("m.R.execute_model", "_execute_model"), ParkedReturn("m.R._execute_model", "_execute_model")):
+                 PassThrough("m.R.execute_model", "_execute_model"),
+                 ParkedReturn("m.R._execute_model", "_execute_model")):
         assert declaration_from_json(decl.to_json()) == decl

@@ -337,16 +337,22 @@ def caller_declarations(
         name.rpartition(".")[2].encode() for decl in declarations if isinstance(decl, FunctionDecl)
         and decl.qualname in parked for name in decl.returned_classes if not matches(name, config.output_classes)
     })
+    if not holders:
+        return []  # it sets the field on what it returns, an output: that is attaching, not parking
     root = root or Path(os.curdir).resolve()  # no project marker: the current directory is the project
     if any(root.is_relative_to(Path(path).resolve()) for path in paths):
         return []  # the run holds the whole project already
-    from kvlint.running.discovery import SourceFile, iter_python_files  # the running layer walks trees
+    from kvlint.running.discovery import SourceFile, is_skipped_directory, iter_python_files  # the walk is theirs
 
     analysed = {decl.module for decl in declarations if isinstance(decl, ModuleDecl)}
     in_run = tuple(os.path.join(os.path.abspath(path), "") for path in paths)  # the run read those already
     names = config.names()
     candidates: list[tuple[bytes, str, bool]] = []
-    for entry in iter_python_files([root], config):
+    tops = [  # the project's top entries as the walk would take them, but not a directory of the run again
+        root / name for name in sorted(os.listdir(root))
+        if not is_skipped_directory(str(root), name) and os.path.join(os.path.abspath(root / name), "") not in in_run
+    ]
+    for entry in iter_python_files(tops, config) if tops else ():
         if not isinstance(entry, SourceFile) or os.path.abspath(entry.path).startswith(in_run):
             continue
         data = _read(Path(entry.path))
@@ -393,7 +399,9 @@ def _summaries_of(data: bytes, module: str, is_package: bool, config: Config) ->
     except SourceError:
         return []
     imports = ImportTable.from_statements(walk_statements(tree), module, is_package)
-    declared = module_declarations(tree, module, imports, config.empty_sentinels, optional_fields=config.optional_fields)
+    declared = module_declarations(
+        tree, module, imports, config.empty_sentinels, optional_fields=config.optional_fields,
+    )
     return [decl for decl in declared if isinstance(decl, (HolderUse, PassThrough))]
 
 
