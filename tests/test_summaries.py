@@ -34,7 +34,7 @@ def test_the_fixture_findings_match_their_markers_exactly(monkeypatch: pytest.Mo
     result = run([SUMMARIES.relative_to(REPOSITORY)], Config(), jobs=1)
     found = {(f.path, f.line, f.code): 1 for f in result.findings}
     assert found == dict(expected_findings(SUMMARIES))
-    assert len(found) == 2
+    assert len(found) == 3
 
 
 def test_each_file_checked_alone_reports_what_the_whole_project_does(
@@ -46,7 +46,7 @@ def test_each_file_checked_alone_reports_what_the_whole_project_does(
     (project / "pyproject.toml").write_text('[project]\nname = "pipeline"\n')
     monkeypatch.chdir(project)
     whole = run([Path(".")], Config(), jobs=1)
-    assert len(whole.findings) == 2
+    assert len(whole.findings) == 3
     for path in sorted(project.rglob("*.py")):
         relative = path.relative_to(project).as_posix()
         alone = run([Path(relative)], Config(), jobs=1)

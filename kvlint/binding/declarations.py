@@ -82,11 +82,14 @@ class FunctionDecl:
     is_async: bool = False  # `async def`: a call gives a coroutine, `await` gives what `returns` says
     # the classes its return annotation names, resolved (`-> ModelRunnerOutput | IntermediateTensors | None`)
     returned_classes: tuple[str, ...] = ()
+    # every `return` gives a tuple of one length with a connector output by name at a position:
+    # (length, position, the field it holds), as `ClassDecl.tuple_members` says of an attribute
+    tuple_returns: tuple[tuple[int, int, str], ...] = ()
 
     def to_json(self) -> list[object]:
         returns = self.returns.to_json() if self.returns else None
         return ["f", self.qualname, self.name, returns, self.never_returns, self.is_async,
-                list(self.returned_classes), self.returns_output]
+                list(self.returned_classes), [list(item) for item in self.tuple_returns], self.returns_output]
 
 
 @dataclass(frozen=True)
@@ -166,10 +169,11 @@ def declaration_from_json(data: list[object]) -> Declaration:
     """Decode what `to_json` wrote (the result cache stores declarations this way)."""
     tag = data[0]
     if tag == "f":
-        _, qualname, name, returns, never, is_async, classes, produces = data
+        _, qualname, name, returns, never, is_async, classes, tuples, produces = data
         decoded = TypeRef.from_json(returns) if returns else None  # type: ignore[arg-type]
         return FunctionDecl(str(qualname), str(name), decoded, bool(never), bool(produces), bool(is_async),
-                            tuple(map(str, classes)))  # type: ignore[call-overload]
+                            tuple(map(str, classes)),  # type: ignore[call-overload]
+                            tuple((int(n), int(i), str(f)) for n, i, f in tuples))  # type: ignore[union-attr]
     if tag == "h":
         return HolderUse.from_json(data)
     if tag == "t":
@@ -403,6 +407,27 @@ def _tuple_members(
     return tuple(found)
 
 
+def _tuple_returns(
+    node: ast.FunctionDef | ast.AsyncFunctionDef, optional_fields: tuple[str, ...],
+) -> tuple[tuple[int, int, str], ...]:
+    """`return hidden, kv_connector_output` at every `return` with a value (`return None` aside): where the
+    tuple holds a connector output by name, as `_tuple_members` reads an attribute's tuples."""
+    if not optional_fields:
+        return ()
+    values: list[ast.expr] = []
+    stack: list[ast.AST] = list(node.body)
+    while stack:
+        current = stack.pop()
+        if isinstance(current, ast.Return) and current.value is not None:
+            values.append(current.value)
+        elif isinstance(current, ast.stmt) and not isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                         ast.ClassDef)):
+            stack.extend(child_statements(current))
+    if not any(isinstance(value, ast.Tuple) for value in values):
+        return ()
+    return tuple(item[1:] for item in _tuple_members({"": values}, optional_fields))  # type: ignore[misc]
+
+
 def _type_params(node: ast.ClassDef, resolve: Resolver) -> tuple[str, ...]:
     """The type variables a class is generic in: `class Buffer(Generic[T])`."""
     for base in node.bases:
@@ -525,7 +550,7 @@ def module_declarations(
                 produces = bool(outputs) and _returns_output(child, resolve, sentinels, outputs)
                 found.append(FunctionDecl(qualname, child.name, returns, _never_returns(child, returns), produces,
                                           isinstance(child, ast.AsyncFunctionDef),
-                                          _annotated_classes(child.returns, resolve)))
+                                          _annotated_classes(child.returns, resolve), _tuple_returns(child, fields)))
                 if fields:
                     found.extend(function_summaries(child, qualname, resolve, fields))
                 stack.append((child, f"{qualname}.<locals>"))

@@ -187,17 +187,22 @@ class Expressions:
         declared = self.index.member(receiver.cls, attribute)
         held_tuple = self.index.tuple_member(receiver.cls, attribute)
         if held_tuple:  # `self.state = (..., kv_connector_output, ...)` elsewhere: unpacking it reads it back
-            parts: list[Value] = [UNTRACKED] * held_tuple[0][0]
-            for _, position, field in held_tuple:
-                parts[position] = Value(
-                    Nullness.MAYBE_NONE, connector_output=True, evidence=True, kv_source=True,
-                    origin=f"{origin}, which holds `{field}`", invariant=self.invariants.of_field(field),
-                )
             optional = declared is not None and (declared.optional or declared.kind == "none")
-            return Value(Nullness.MAYBE_NONE if optional else Nullness.NOT_NONE, parts=tuple(parts))
+            parts = self._tuple_parts(held_tuple, origin)
+            return Value(Nullness.MAYBE_NONE if optional else Nullness.NOT_NONE, parts=parts)
         if declared is not None:
             return self._typed_value(self._substituted(declared, receiver), origin)
         return None
+
+    def _tuple_parts(self, held: Sequence[tuple[int, int, str]], origin: str) -> tuple[Value, ...]:
+        """The members of a tuple that holds connector outputs by name at known positions: KV sources there."""
+        parts: list[Value] = [UNTRACKED] * held[0][0]
+        for _, position, field in held:
+            parts[position] = Value(
+                Nullness.MAYBE_NONE, connector_output=True, evidence=True, kv_source=True,
+                origin=f"{origin}, which holds `{field}`", invariant=self.invariants.of_field(field),
+            )
+        return tuple(parts)
 
     def _substituted(self, declared: TypeRef, receiver: Value) -> TypeRef:
         """`T | None` declared in `class Buffer(Generic[T])`, read on a `Buffer[X]`: `X | None`."""
@@ -702,6 +707,8 @@ class Expressions:
             return UNTRACKED  # a coroutine: what it returns comes only from `await`ing it
         if self.index.never_returns(callee, self.module_name) or (decl is not None and decl.never_returns):
             return Value(Nullness.UNKNOWN, never_returns=True)
+        if decl is not None and decl.tuple_returns:  # `hidden, kvo = self._forward(...)`: what it returns
+            return Value(Nullness.NOT_NONE, parts=self._tuple_parts(decl.tuple_returns, f"`{self._code(node)}`"))
         if decl is not None:
             if decl.returns is None or decl.returns.kind not in ("class", "list", "dict"):
                 return UNTRACKED
