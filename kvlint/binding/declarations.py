@@ -420,8 +420,7 @@ def _tuple_returns(
         current = stack.pop()
         if isinstance(current, ast.Return) and current.value is not None:
             values.append(current.value)
-        elif isinstance(current, ast.stmt) and not isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                                         ast.ClassDef)):
+        elif isinstance(current, ast.stmt) and not isinstance(current, _DEFINITIONS):
             stack.extend(child_statements(current))
     if not any(isinstance(value, ast.Tuple) for value in values):
         return ()
@@ -742,6 +741,7 @@ class PathCallCounter:
             stack.extend(ast.iter_child_nodes(current))
 
 
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _COPIES = frozenset({"copy", "deepcopy", "replace", "copy.copy", "copy.deepcopy", "dataclasses.replace"})
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
