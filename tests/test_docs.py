@@ -24,7 +24,9 @@ PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 DISTRIBUTION = canonicalize_name(PROJECT["name"])
 EXTRAS = set(PROJECT["optional-dependencies"])
 # Other tools the docs may install next to kvlint: each is the real project of that name.
-THIRD_PARTY = {"flake8", "mypy", "pre-commit", "ruff", "pydantic", "vllm", "pytest", "graphviz"}
+THIRD_PARTY = {"flake8", "mypy", "pre-commit", "ruff", "pydantic", "vllm", "pytest", "graphviz",
+               # vLLM's mypy hook's environment (docs/pre-commit.md, docs/mypy.md)
+               "regex", "types-cachetools", "types-setuptools", "types-pyyaml", "types-requests", "types-torch"}
 
 _PIP_INSTALL = re.compile(r"\b(?:uv\s+)?pip3?\s+install\s+([^`\n#]*)")
 _PIPX_INSTALL = re.compile(r"\bpipx\s+install\s+([^`\n#]*)")

@@ -102,3 +102,18 @@ def test_ci_runs_the_release_check() -> None:
     assert "KVLINT_SKIP_RELEASE_CHECK=0 scripts/test.sh" in ci
     assert test.index("scripts/check_release.sh") < test.index("exec .venv/bin/python -m pytest")
     assert "scripts/test.sh" in (ROOT / "README.md").read_text()
+
+
+def test_the_docs_pin_the_version_kvlint_declares() -> None:
+    """The registry pins the docs show for once a release exists (`vllm-kvlint==X`, `rev: vX`) name this version,
+    and each is labelled as waiting for that release: a line that works only then never leads."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    pins = []
+    for page in pages:
+        text = page.read_text()
+        for match in re.finditer(r"vllm-kvlint==(\d[\w.+-]*\w)|`rev: v(\d[\w.+-]*\w)`", text):
+            pins.append((page.name, match.group(1) or match.group(2)))
+            before = text[max(0, match.start() - 600):match.start()]
+            labelled = re.search(r"[Oo]nce\s+(?:a\s+release|released|one\s+is)", before)
+            assert labelled, f"{page.name}: {match.group(0)} is not labelled as waiting for the release"
+    assert pins and {version for _, version in pins} == {kvlint.__version__}, pins
