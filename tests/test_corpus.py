@@ -1,6 +1,6 @@
 """Corpus run: kvlint over real code it did not see before, with no internal error and
 no KVC900 that CPython's own compiler would not also give. The full everything-mode
-run is `scripts/corpus_run.py --everything PATH` (figures in the README)."""
+run is `scripts/corpus_run.py --everything PATH` (figures in docs/design.md, "Bad input")."""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ user copies from them, and hold every install line to the name in pyproject.toml
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import tomllib
@@ -24,7 +25,9 @@ PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 DISTRIBUTION = canonicalize_name(PROJECT["name"])
 EXTRAS = set(PROJECT["optional-dependencies"])
 # Other tools the docs may install next to kvlint: each is the real project of that name.
-THIRD_PARTY = {"flake8", "mypy", "pre-commit", "ruff", "pydantic", "vllm", "pytest", "graphviz"}
+THIRD_PARTY = {"flake8", "mypy", "pre-commit", "ruff", "pydantic", "vllm", "pytest", "graphviz",
+               # vLLM's mypy hook's environment (docs/pre-commit.md, docs/mypy.md)
+               "regex", "types-cachetools", "types-setuptools", "types-pyyaml", "types-requests", "types-torch"}
 
 _PIP_INSTALL = re.compile(r"\b(?:uv\s+)?pip3?\s+install\s+([^`\n#]*)")
 _PIPX_INSTALL = re.compile(r"\bpipx\s+install\s+([^`\n#]*)")
@@ -227,3 +230,20 @@ def test_the_fetch_step_knows_every_release_the_tests_read() -> None:
     versions = literal | {v for group in parametrized for v in re.findall(r'"(0\.\d+\.\d+)"', group)}
     assert versions <= set(WHEELS), versions - set(WHEELS)
     assert set(re.findall(r'vllm_sdist_(?:tree|file)\("([0-9.]+)"', sources)) <= set(SDISTS)
+
+
+@pytest.mark.vllm
+def test_the_readme_example_is_what_kvlint_prints_on_vllm_0_10_1() -> None:
+    """The quick start's `kvlint check vllm/` block is the output of vLLM 0.10.1 as released, byte for byte."""
+    import subprocess
+    import sys
+
+    from tests.support.vllm_sources import vllm_tree
+
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"```console\n\$ kvlint check vllm/\n(.*?)```", readme, re.DOTALL)
+    assert block, "the README lost its example run"
+    run = subprocess.run([sys.executable, "-m", "kvlint", "check", "vllm/"], cwd=vllm_tree("0.10.1"),
+                         capture_output=True, text=True, timeout=300, env={**os.environ, "NO_COLOR": "1"})
+    assert run.returncode == 1, run.stderr
+    assert run.stdout == block.group(1)

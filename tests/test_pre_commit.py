@@ -180,12 +180,23 @@ def test_flake8_hook_with_kvlint_as_additional_dependency(
 DOCS_PRE_COMMIT = ROOT / "docs" / "pre-commit.md"
 RUFF_REPO = "https://github.com/astral-sh/ruff-pre-commit"
 AGGREGATOR = "vllm/distributed/kv_transfer/kv_connector/utils.py"
-AGGREGATOR_GUARD = "            if not output:\n                continue\n"
+AGGREGATOR_GUARD = "            if not kv_output:\n                continue\n"  # KVOutputAggregator.aggregate, 0.33.0
+RELEASE = "0.33.0"
+KVLINT_ITEM = "vllm-kvlint @ git+<URL of this repository>@<commit>"  # the mypy hook's dependency, as documented
+MYPY_HOOK = "Run mypy for the oldest supported Python version"
 # vLLM's tools/pre_commit/check_spdx_header.py, reduced to what the hook needs to do here
 SPDX_CHECK = '''\
+# SPDX-License-Identifier: Apache-2.0
 import sys
 
-missing = [path for path in sys.argv[1:] if "SPDX-License-Identifier" not in open(path).read(500)]
+
+def lacks_header(path):
+    with open(path) as file:
+        head = file.read(500)
+    return head.strip() and "SPDX-License-Identifier" not in head
+
+
+missing = [path for path in sys.argv[1:] if lacks_header(path)]
 for path in missing:
     print(f"{path}: no SPDX-License-Identifier header")
 sys.exit(1 if missing else 0)
@@ -205,14 +216,22 @@ def _runnable(config: dict, kvlint_repo: Path) -> dict:
     """The documented config with its placeholders filled: this tree's commit, ruff from PyPI.
 
     github.com is not reachable from CI, PyPI is: ruff-pre-commit's `ruff-check` hook is
-    restated as a local hook with the same entry and ruff of the same version.
+    restated as a local hook with the same entry and ruff of the same version. The mypy hook's
+    `vllm-kvlint @ git+<URL of this repository>@<commit>` gets the copy's file:// URL and commit.
     """
     repos = []
+    commit = _git("rev-parse", "HEAD", cwd=kvlint_repo).strip()
     for repo in config["repos"]:
         if repo["repo"] == "<URL of this repository>":
-            assert repo["rev"] == "<tag or commit>"  # the docs never name a tag that does not exist
-            commit = _git("rev-parse", "HEAD", cwd=kvlint_repo).strip()
+            assert repo["rev"] == "<commit>"  # the docs never name a tag that does not exist
             repo = {**repo, "repo": str(kvlint_repo), "rev": commit}
+        elif repo["repo"] == "local":
+            hooks = []
+            for hook in repo["hooks"]:
+                dependencies = [f"vllm-kvlint @ git+{kvlint_repo.as_uri()}@{commit}" if item == KVLINT_ITEM else item
+                                for item in hook.get("additional_dependencies", [])]
+                hooks.append({**hook, "additional_dependencies": dependencies} if dependencies else hook)
+            repo = {**repo, "hooks": hooks}
         elif repo["repo"] == RUFF_REPO:
             version = repo["rev"].removeprefix("v")
             hooks = []
@@ -226,18 +245,71 @@ def _runnable(config: dict, kvlint_repo: Path) -> dict:
     return {**config, "repos": repos}
 
 
+def _module_files(tree: Path, module: str) -> set[str]:
+    """The file of `module` in `tree` and the `__init__.py` of each package on its way, if it is there."""
+    parts = module.split(".")
+    for candidate in ("/".join(parts) + ".py", "/".join(parts) + "/__init__.py"):
+        if (tree / candidate).is_file():
+            return {candidate} | {"/".join(parts[:n]) + "/__init__.py" for n in range(1, len(parts))
+                                  if (tree / "/".join(parts[:n]) / "__init__.py").is_file()}
+    return set()
+
+
+def _imports(tree: Path, name: str) -> tuple[set[str], set[str]]:
+    """(every module `name` imports, the submodules among them taken by `from package import module`)."""
+    import ast
+
+    modules, submodules = set(), set()
+    for node in ast.walk(ast.parse((tree / name).read_text())):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules.add(node.module)
+            for alias in node.names:
+                if _module_files(tree, f"{node.module}.{alias.name}"):
+                    submodules.add(f"{node.module}.{alias.name}")
+    return modules | submodules, submodules
+
+
+def _imported_files(tree: Path, name: str) -> list[str]:
+    """What mypy, under vLLM's `follow_imports = "silent"` and `ignore_missing_imports`, needs beside the
+    module `name` to type it as in the whole tree: the modules it imports (one level), the packages on their
+    way, and, for each file taken, the submodules it imports from a package that is there (`from vllm import
+    _custom_ops`: an attribute of a package that is present, which `ignore_missing_imports` does not cover)."""
+    modules, _ = _imports(tree, name)
+    files = {file for module in [name.removesuffix(".py").replace("/", "."), *modules]
+             for file in _module_files(tree, module)}
+    waiting = sorted(files - {name})
+    while waiting:
+        _, submodules = _imports(tree, waiting.pop())
+        for module in submodules:
+            new = _module_files(tree, module) - files
+            files |= new
+            waiting += sorted(new)
+    return sorted(files - {name})
+
+
 @pytest.fixture
 def vllm_repo(tmp_path: Path) -> Path:
-    """A project holding vLLM 0.10.1's aggregator and vLLM's local SPDX hook script."""
+    """A vLLM-shaped project from vLLM 0.33.0: its aggregator and the modules it imports (from the wheel), its
+    `tools/pre_commit/mypy.py` and its `pyproject.toml` (from the sdist) with kvlint's plugin after pydantic's,
+    and the local SPDX hook script."""
+    from tests.support.vllm_sdist import vllm_sdist_file, vllm_sdist_tree
     from tests.support.vllm_sources import vllm_tree
 
-    source = (vllm_tree("0.10.1") / AGGREGATOR).read_text()
-    assert source.count(AGGREGATOR_GUARD) == 1, "the aggregator changed shape; update the test"
+    tree = vllm_tree(RELEASE)
+    assert (tree / AGGREGATOR).read_text().count(AGGREGATOR_GUARD) == 1, "the aggregator changed shape"
     repo = tmp_path / "vllm"
-    (repo / AGGREGATOR).parent.mkdir(parents=True)
-    (repo / AGGREGATOR).write_text(source)
+    for name in [AGGREGATOR, *_imported_files(tree, AGGREGATOR)]:
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(tree / name, repo / name)
     (repo / "tools" / "pre_commit").mkdir(parents=True)
     (repo / "tools" / "pre_commit" / "check_spdx_header.py").write_text(SPDX_CHECK)
+    shutil.copy(vllm_sdist_tree(RELEASE) / "tools" / "pre_commit" / "mypy.py", repo / "tools" / "pre_commit")
+    pyproject = vllm_sdist_file(RELEASE, "pyproject.toml")
+    assert pyproject.count("plugins = ['pydantic.mypy']\n") == 1
+    (repo / "pyproject.toml").write_text(
+        pyproject.replace("plugins = ['pydantic.mypy']\n", "plugins = ['pydantic.mypy', 'kvlint.mypy_plugin']\n"))
     _git("init", "-q", cwd=repo)
     return repo
 
@@ -256,23 +328,55 @@ def _hook_lines(stdout: str) -> dict[str, str]:
 def test_vllm_style_config_from_the_docs_on_the_seed_bug(
     pre_commit: list[str], kvlint_repo: Path, vllm_repo: Path
 ) -> None:
+    """`pre-commit run --all-files` with the documented config passes vLLM 0.33.0 as released and blocks it
+    with the aggregator's guard removed: kvlint's hook with KVC001, the mypy hook with mypy's own union-attr,
+    which kvlint's plugin does not repeat."""
     import yaml
 
     config = vllm_style_config()
     assert [repo["repo"] for repo in config["repos"]] == [RUFF_REPO, "<URL of this repository>", "local"]
     (vllm_repo / ".pre-commit-config.yaml").write_text(yaml.safe_dump(_runnable(config, kvlint_repo)))
 
-    released = _run(pre_commit, "run", "--files", AGGREGATOR, cwd=vllm_repo)
+    released = _run(pre_commit, "run", "--all-files", cwd=vllm_repo)
     assert released.returncode == 0, released.stdout + released.stderr
     assert _hook_lines(released.stdout) == {"ruff check": "Passed", "kvlint": "Passed",
-                                            "Check SPDX headers": "Passed"}, released.stdout
+                                            "Check SPDX headers": "Passed", MYPY_HOOK: "Passed"}, released.stdout
 
     aggregator = vllm_repo / AGGREGATOR
     aggregator.write_text(aggregator.read_text().replace(AGGREGATOR_GUARD, ""))
-    seeded = _run(pre_commit, "run", "--files", AGGREGATOR, cwd=vllm_repo)
+    seeded = _run(pre_commit, "run", "--all-files", cwd=vllm_repo)
     assert seeded.returncode == 1, seeded.stdout + seeded.stderr
     assert _hook_lines(seeded.stdout) == {"ruff check": "Passed", "kvlint": "Failed",
-                                          "Check SPDX headers": "Passed"}, seeded.stdout
-    kvc001 = [line for line in seeded.stdout.splitlines() if line.startswith(f"{AGGREGATOR}:") and " KVC001 " in line]
-    assert len(kvc001) == 2, seeded.stdout
-    assert "finished_sending" in kvc001[0] and "finished_recving" in kvc001[1]
+                                          "Check SPDX headers": "Passed", MYPY_HOOK: "Failed"}, seeded.stdout
+    lines = [line for line in seeded.stdout.splitlines() if line.startswith(f"{AGGREGATOR}:")]
+    kvc001 = [line for line in lines if " KVC001 " in line and ": error: " not in line]  # path:line:col: KVC001
+    for field in ("finished_sending", "finished_recving"):
+        assert any(line.endswith(f"the attribute access `.{field}`") for line in kvc001), seeded.stdout
+    from_mypy = [line for line in lines if ": error: " in line]
+    assert from_mypy and all(line.endswith("[union-attr]") for line in from_mypy), seeded.stdout
+    mypy_lines = {line.split(":")[1] for line in from_mypy}
+    assert mypy_lines <= {line.split(":")[1] for line in kvc001}  # the same dereferences, each said once by mypy
+
+
+@pytest.mark.vllm
+def test_the_documented_mypy_hook_is_vllm_s_with_kvlint_added() -> None:
+    """docs/pre-commit.md's mypy hook is vLLM 0.33.0's own (from its sdist) with one more dependency, and
+    docs/mypy.md gives the same list in both forms: the git URL of today and the registry's once released."""
+    import yaml
+
+    import kvlint
+    from tests.support.vllm_sdist import vllm_sdist_file
+
+    theirs = yaml.safe_load(vllm_sdist_file("0.33.0", ".pre-commit-config.yaml"))
+    (vllm_hook,) = [hook for repo in theirs["repos"] if repo["repo"] == "local" for hook in repo["hooks"]
+                    if hook["id"] == "mypy"]
+    (ours,) = [hook for repo in vllm_style_config()["repos"] if repo["repo"] == "local" for hook in repo["hooks"]
+               if hook["id"] == "mypy"]
+    assert ours == {**vllm_hook, "additional_dependencies": [*vllm_hook["additional_dependencies"], KVLINT_ITEM]}
+    released = [*vllm_hook["additional_dependencies"], f"vllm-kvlint=={kvlint.__version__}"]
+    for page in ("pre-commit.md", "mypy.md"):
+        listed = [yaml.safe_load(line.strip())["additional_dependencies"]
+                  for line in (ROOT / "docs" / page).read_text().splitlines()
+                  if line.strip().startswith("additional_dependencies: [\"mypy==")]
+        assert released in listed, f"docs/{page} lacks the registry form"
+        assert [*vllm_hook["additional_dependencies"], KVLINT_ITEM] in listed, f"docs/{page} lacks the git-URL form"

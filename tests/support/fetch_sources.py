@@ -20,6 +20,9 @@ from tests.support.vllm_sources import CACHE, plugin_tree, vllm_tree
 # every release a test reads through `vllm_tree`
 WHEELS = ("0.10.0", "0.10.1", "0.13.0", "0.17.1", "0.20.0", "0.22.1", "0.24.0", "0.33.0")
 SDISTS = ("0.33.0",)  # every release a test reads through `vllm_sdist_tree`
+# What a first run downloads: the archives above and the plugins' wheels, summed from the cache
+# (tests/test_figures.py measures it again and holds the README to the same figure).
+DOWNLOAD_SIZE_GB = 2.9
 
 
 def _fetch(what: str, cached: bool, fetch) -> None:  # type: ignore[no-untyped-def]
@@ -37,15 +40,15 @@ def _fetch(what: str, cached: bool, fetch) -> None:  # type: ignore[no-untyped-d
 
 
 def main() -> int:
-    print(f"Real vLLM sources for the tests (cached under {CACHE}; a first run downloads about 2 GB):",
-          flush=True)
+    print(f"Real vLLM sources for the tests (cached under {CACHE}; a first run downloads about "
+          f"{DOWNLOAD_SIZE_GB} GB):", flush=True)
     for version in WHEELS:
         cached = (CACHE / "src" / f"vllm-{version}" / ".complete").is_file()
-        _fetch(f"vLLM {version} wheel (230-400 MB; only vllm/**/*.py is kept)", cached,
+        _fetch(f"vLLM {version} wheel (only vllm/**/*.py is kept)", cached,
                lambda version=version: vllm_tree(version))
     for version in SDISTS:
         cached = (CACHE / "src" / f"vllm-{version}-sdist" / ".complete").is_file()
-        _fetch(f"vLLM {version} source distribution (45 MB; tests/, examples/, benchmarks/, tools/)", cached,
+        _fetch(f"vLLM {version} source distribution (tests/, examples/, benchmarks/, tools/)", cached,
                lambda version=version: vllm_sdist_tree(version))
     for plugin in (*PLUGINS, *BINDING_PLUGINS):
         cached = (CACHE / "src" / f"{plugin.distribution}-{plugin.version}" / ".complete").is_file()
