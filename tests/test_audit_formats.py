@@ -214,8 +214,12 @@ class _Structure:
     edges: set[tuple[tuple[tuple[str, ...], str], str, tuple[tuple[str, ...], str]]] = field(default_factory=set)
 
 
+_MERMAID_ENTITIES = {"#60;": "<", "#62;": ">", "#quot;": '"', "#96;": "`", "#38;": "&"}
+
+
 def _mermaid_structure(text: str) -> _Structure:
     graph, clusters, named = _Structure(), [], {}
+    text = re.sub("|".join(_MERMAID_ENTITIES), lambda match: _MERMAID_ENTITIES[match.group(0)], text)
     for line in text.splitlines():
         if match := re.fullmatch(r'\s+subgraph \w+\["([^"]*)"\]', line):
             clusters.append(match.group(1))
@@ -233,8 +237,8 @@ def _mermaid_structure(text: str) -> _Structure:
     return graph
 
 
-_DOT_STATUS = {'fillcolor="#fde2e1"': "bad", 'fillcolor="#e3f4e1"': "ok", 'fillcolor="#e3ecfa"': "copy",
-               'fillcolor="#f1f1f1"': "off"}
+_DOT_STATUS = {'fillcolor="#fde2e1"': "bad", 'fillcolor="#fdf0dc"': "quiet", 'fillcolor="#e3f4e1"': "ok",
+               'fillcolor="#e3ecfa"': "copy", 'fillcolor="#f1f1f1"': "off"}
 
 
 def _dot_structure(text: str) -> _Structure:

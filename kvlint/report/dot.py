@@ -22,10 +22,12 @@ def audit_dot(report: AuditReport, tests: str = "fold") -> str:
     hubs = ", ".join(drawn.hubs.values())
     lines = [
         "digraph kvlint {",
-        '  graph [rankdir=LR, fontname="Helvetica", fontsize=12, nodesep=0.25, ranksep=1.6, labelloc=t, '
+        # compact: boxes one text line high, close together (a whole checkout's ~50 nodes fit one screen)
+        '  graph [rankdir=LR, fontname="Helvetica", fontsize=12, nodesep=0.15, ranksep=1.3, labelloc=t, '
         f'label="kvlint audit of {_dot_text(", ".join(report.paths))}: producers and consumers of '
         f'{_dot_text(hubs)}\\n{legend}"];',
-        '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=11];',
+        '  node [shape=box, height=0.3, margin="0.1,0.03", style="rounded,filled", fontname="Helvetica", '
+        'fontsize=11];',
         '  edge [fontname="Helvetica", fontsize=9];',
     ]
     cluster_styles = {"side": 'style="rounded,dashed"; color="#9e9e9e";',

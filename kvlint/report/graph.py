@@ -107,12 +107,6 @@ def _common_prefix(paths: list[str]) -> str:
     return prefix + "/" if prefix else ""
 
 
-def class_of(function: str) -> str:
-    """The class a qualified name lies in, by PEP 8's naming (`Worker.execute_model` -> `Worker`), else ""."""
-    first = function.split(".", 1)[0]
-    return first if first[:1].isupper() else ""
-
-
 def package_of(path: str) -> str:
     """The package (directory) a module lies in: `vllm/v1/worker/gpu_model_runner.py` -> `vllm/v1/worker`."""
     return posixpath.dirname(path)
