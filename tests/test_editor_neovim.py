@@ -192,8 +192,8 @@ def test_documented_snippet_shows_the_seed_bug_in_neovim(snippet: Snippet, works
 
 @pytest.mark.parametrize("snippet", [s for s in SNIPPETS if not s.fits((0, 7, 2))],
                          ids=[s.label for s in SNIPPETS if not s.fits((0, 7, 2))])
-def test_newer_snippets_fail_on_debian_neovim_as_the_page_says(snippet: Snippet, workspace: Path,
-                                                                tmp_path: Path) -> None:
+def test_newer_snippets_fail_on_debian_neovim_as_the_page_says(
+        snippet: Snippet, workspace: Path, tmp_path: Path) -> None:
     """The page says why a 0.7 user needs the old snippet: the newer ones stop with these errors there."""
     debian = installed_neovims().get((0, 7, 2))
     if debian is None:

@@ -115,8 +115,8 @@ def package_of(path: str) -> str:
 def grouped(nodes: list[_GraphNode]) -> list[tuple[str, list[tuple[str, list[_GraphNode]]]]]:
     """Nodes by package (directory), then by module (file), in a stable order; folded nodes are left out."""
     packages: dict[str, dict[str, list[_GraphNode]]] = {}
-    for node in sorted((node for node in nodes if not node.folded), key=lambda node: (package_of(node.path),
-                                                                                     node.path, node.function)):
+    drawn = (node for node in nodes if not node.folded)
+    for node in sorted(drawn, key=lambda node: (package_of(node.path), node.path, node.function)):
         packages.setdefault(package_of(node.path), {}).setdefault(node.path, []).append(node)
     return [(package, list(modules.items())) for package, modules in packages.items()]
 
@@ -148,8 +148,8 @@ def connector_graph(report: AuditReport, tests: str = "fold") -> ConnectorGraph:
             label: str) -> None:
         if hub not in drawn:
             return
-        node = nodes.setdefault((position.path, function), _GraphNode(position.path, function,
-                                                                       test=position.test_file))
+        new = _GraphNode(position.path, function, test=position.test_file)
+        node = nodes.setdefault((position.path, function), new)
         node.edges[(hub, label)] = node.edges.get((hub, label), 0) + 1
 
     for c in report.output_constructions:
