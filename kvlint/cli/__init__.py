@@ -28,6 +28,7 @@ from kvlint.cli.shared import (
 )
 from kvlint.config import ALL_CODES
 from kvlint.report.formats import AUDIT_FORMAT_NAMES, CHECK_FORMAT_NAMES
+from kvlint.report.graph import GRAPH_TESTS
 from kvlint.running.collector import collect_garbage_rarely
 
 __all__ = ["AUDIT_FORMAT_NAMES", "CACHE_DIR_ENV", "EXIT_CLEAN", "EXIT_FINDINGS", "EXIT_INTERRUPTED", "EXIT_TERMINATED",
@@ -72,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--base-url", metavar="URL",
                        help="markdown: link each location to URL/PATH#LLINE (default in GitHub Actions: the "
                        "checked-out commit, from GITHUB_SERVER_URL, GITHUB_REPOSITORY and GITHUB_SHA)")
+    audit.add_argument("--graph-tests", choices=GRAPH_TESTS, default="fold",
+                       help="mermaid, dot: `fold` the functions of test files into one node per test directory "
+                       "(default), or `expand` them, one node per function")
     _add_run_options(audit)
 
     rules = commands.add_parser("rules", help="list every rule")

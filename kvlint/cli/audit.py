@@ -22,6 +22,9 @@ from kvlint.cli.shared import (
 )
 
 
+GRAPH_FORMATS = ("mermaid", "dot")  # the formats that draw the producer -> consumer graph alone
+
+
 def _audit(args: argparse.Namespace) -> int:
     import shutil
 
@@ -56,7 +59,9 @@ def _audit(args: argparse.Namespace) -> int:
     else:
         from kvlint.report.formats import audit_renderer
 
-        text = audit_renderer(args.format)(report)
+        render = audit_renderer(args.format)
+        # the graph formats fold test code unless --graph-tests=expand (the markdown report's graph always does)
+        text = render(report, tests=args.graph_tests) if args.format in GRAPH_FORMATS else render(report)
     _emit(args.output, text)
     if args.verbose:
         _print_tracebacks(result)
