@@ -138,3 +138,21 @@ def test_a_holder_use_round_trips_through_the_cache_format() -> None:
                  PassThrough("m.R.execute_model", "_execute_model"),
                  ParkedReturn("m.R._execute_model", "_execute_model")):
         assert declaration_from_json(decl.to_json()) == decl
+
+
+def test_the_audit_shows_where_it_was_parked_and_who_drops_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The inventory row, the JSON and the picture's red edge say it was parked and which caller drops it."""
+    import json
+
+    from tests.conftest import run_kvlint
+
+    monkeypatch.chdir(SUMMARIES)
+    listed = json.loads(run_kvlint("audit", "pp_parked", "--format", "json", cwd=SUMMARIES).stdout)
+    [dropped] = listed["dropped_kv_outputs"]
+    assert dropped["parked_on"] == "stage_output (StageTensors)"
+    assert dropped["dropped_by"] == ["`pp_parked.worker.StageWorker.execute_model` (line 24)"]
+    text = run_kvlint("audit", "pp_parked", cwd=SUMMARIES).stdout
+    assert "`kv_connector_output` parked on stage_output (StageTensors), which no caller reads" in " ".join(text.split())
+    dot = run_kvlint("audit", "pp_parked", "--format", "dot", cwd=SUMMARIES).stdout
+    [edge] = [line for line in dot.splitlines() if "parks it on a holder no caller reads" in line]
+    assert 'color="#c62828"' in edge  # red: the KVC006 it stands for is reported

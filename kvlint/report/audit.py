@@ -153,6 +153,9 @@ class DroppedKVOutput:
     origin: str
     on_connector_path: bool
     invariant: str = ""  # the invariant the entry belongs to (`kv`, `ec`)
+    # parked on a returned holder its callers drop: `holder` (`Class`), and the callers that drop it
+    parked_on: str = ""
+    dropped_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, order=True)
@@ -304,7 +307,8 @@ class AuditReport:
             "dropped_kv_outputs": [
                 {**d.position.record(), "function": d.function,
                  "invariant": d.invariant, "expression": d.expression, "operand": d.operand,
-                 "origin": d.origin, "on_connector_path": d.on_connector_path}
+                 "origin": d.origin, "on_connector_path": d.on_connector_path,
+                 "parked_on": d.parked_on, "dropped_by": list(d.dropped_by)}
                 for d in self.dropped_kv_outputs
             ],
             "connector_scopes": [
@@ -411,8 +415,9 @@ def _entry(path: str, site: Site, test_file: bool = False) -> object:
         return SentinelUse(position, site.function, site.expression, use, site.operand, site.on_connector_path,
                            site.path_reason, site.invariant, site.allowed_empty)
     if kind is SiteKind.KV_DROPPED:
+        parked = f"{site.parked_on} ({site.parked_class})" if site.parked_on else ""
         return DroppedKVOutput(position, site.function, site.expression, site.operand, site.origin,
-                               site.on_connector_path, site.invariant)
+                               site.on_connector_path, site.invariant, parked, site.dropped_by)
     scope_kind = {SiteKind.CONNECTOR_FUNCTION: "function", SiteKind.CONNECTOR_GUARD: "guard"}.get(kind, "context")
     return ConnectorScope(position, site.function, scope_kind, site.expression, site.path_reason, site.invariant)
 
@@ -468,7 +473,8 @@ AUDIT_JSON_SCHEMA: dict[str, object] = {
             **_SITE, "use": {"enum": [u.value for u in SentinelUseKind]}, "operand": _STRING,
             "on_connector_path": _BOOL, "path_reason": _STRING, "allowed_empty": _BOOL})},
         "dropped_kv_outputs": {"type": "array", "items": _object({
-            **_SITE, "operand": _STRING, "origin": _STRING, "on_connector_path": _BOOL})},
+            **_SITE, "operand": _STRING, "origin": _STRING, "on_connector_path": _BOOL,
+            "parked_on": _STRING, "dropped_by": {"type": "array", "items": _STRING}})},
         "connector_scopes": {"type": "array", "items": _object({
             **_SITE, "kind": {"enum": ["context", "guard", "function"]}, "path_reason": _STRING})},
         # the elements of `kvlint check --format json`, which promises "at least" these keys

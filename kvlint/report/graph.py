@@ -41,6 +41,7 @@ _PRODUCER_EDGES = {
     "mutates the shared sentinel": "bad",
     "built without it on a connector path": "bad",
     "drops the connector output it holds": "bad",
+    "parks it on a holder no caller reads": "bad",
     "built with it": "ok",
     "attaches a connector output": "ok",
     "copy of the sentinel": "copy",
@@ -66,6 +67,7 @@ _FINDING_CODES = {
     "mutates the shared sentinel": ("KVC004",),
     "built without it on a connector path": ("KVC003",),
     "drops the connector output it holds": ("KVC006",),
+    "parks it on a holder no caller reads": ("KVC006",),
     "unguarded dereference": ("KVC001", "KVC005"),
 }
 
@@ -176,7 +178,8 @@ def connector_graph(report: AuditReport, tests: str = "fold") -> ConnectorGraph:
             continue  # an alias is followed to its return or mutation
         add(producers, u.invariant, u.position, u.function, label)
     for d in report.dropped_kv_outputs:
-        add(producers, d.invariant, d.position, d.function, "drops the connector output it holds")
+        label = "parks it on a holder no caller reads" if d.parked_on else "drops the connector output it holds"
+        add(producers, d.invariant, d.position, d.function, label)
     for w in report.connector_output_writes:
         label = "attaches a maybe-None value" if w.may_be_none else "attaches a connector output"
         add(producers, w.invariant, w.position, w.function, label)

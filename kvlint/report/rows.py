@@ -65,10 +65,11 @@ def _rows(report: AuditReport) -> list[_Row]:
         rows.append(_Row(u.position.path, u.position.line, u.position.column, f"{tag(u.invariant)}sentinel {u.use}",
                          u.function, _path_text(u.on_connector_path, u.path_reason), detail, concern, u.invariant))
     for d in report.dropped_kv_outputs:
+        lost = (f"`{d.operand}` parked on {d.parked_on}, which no caller reads: {', '.join(d.dropped_by)} drop it"
+                if d.parked_on else f"`{d.operand}` not handed on")
         rows.append(_Row(d.position.path, d.position.line, d.position.column,
                          f"{tag(d.invariant)}connector output dropped", d.function,
-                         _path_text(d.on_connector_path, ""), f"{d.expression}: `{d.operand}` not handed on", True,
-                         d.invariant))
+                         _path_text(d.on_connector_path, ""), f"{d.expression}: {lost}", True, d.invariant))
     for s in report.connector_scopes:
         rows.append(_Row(s.position.path, s.position.line, s.position.column, f"{tag(s.invariant)}connector {s.kind}",
                          s.function, _path_text(True, s.path_reason), s.expression, False, s.invariant))
