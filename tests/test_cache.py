@@ -48,6 +48,17 @@ def _run(cache: Path | None, config: Config | None = None, jobs: int = 2) -> Run
     return run([Path(".")], config or Config(), jobs=jobs, cache_dir=cache)
 
 
+def _entries(cache: Path) -> list[Path]:
+    """The per-file entries (not the run records beside them, `runs/`)."""
+    return sorted(path for path in cache.rglob("*.json") if path.parent.name != "runs")
+
+
+def _forget_runs(cache: Path) -> None:
+    """Remove the run records, so that the next run reads the per-file entries (which a test damages)."""
+    for runs in cache.rglob("runs"):
+        shutil.rmtree(runs)
+
+
 def _outcome(result: RunResult) -> list[tuple[object, ...]]:
     return [(r.display_path, r.sites, r.findings, r.analysed) for r in result.reports]
 
@@ -92,7 +103,8 @@ def test_another_configuration_or_kvlint_version_misses(tree: Path, monkeypatch:
 
 def test_unreadable_or_corrupt_entries_are_misses(tree: Path) -> None:
     expected = _outcome(_run(tree / "cache"))
-    entries = sorted((tree / "cache").rglob("*.json"))
+    entries = _entries(tree / "cache")
+    _forget_runs(tree / "cache")
     for number, entry in enumerate(entries):
         entry.write_text(["", "{", '{"functions": 3}', "[]"][number % 4])
     again = _run(tree / "cache")
@@ -102,7 +114,8 @@ def test_unreadable_or_corrupt_entries_are_misses(tree: Path) -> None:
 
 def test_an_entry_whose_report_cannot_be_decoded_is_analysed_again(tree: Path) -> None:
     expected = _outcome(_run(tree / "cache"))
-    for entry in (tree / "cache").rglob("*.json"):
+    _forget_runs(tree / "cache")
+    for entry in _entries(tree / "cache"):
         data = json.loads(entry.read_text())
         data["report"]["sites"] = [{"kind": "no-such-kind"}]
         entry.write_text(json.dumps(data))

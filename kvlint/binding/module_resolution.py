@@ -65,6 +65,11 @@ class SearchPath:
         self._found[module] = found
         return found
 
+    def consulted(self) -> tuple[list[Path], list[str]]:
+        """The files it found and the directories it listed so far: what its answers depend on (the result
+        cache's record of a run checks that they are unchanged)."""
+        return [path for path in self._found.values() if path is not None], list(self._listings)
+
     def _find_in(self, directory: str, parts: list[str]) -> Path | None:
         for part in parts[:-1]:
             if part not in self._listing(directory):
@@ -276,14 +281,25 @@ def _read(path: Path | None) -> bytes | None:
     return data if len(data) <= MAX_MODULE_BYTES else None
 
 
+def run_search_path(config: Config, paths: Sequence[Path]) -> SearchPath:
+    """The search path of a run over `paths`: their package roots, the project's root, then `search_path_for`."""
+    from kvlint.config import project_root  # the config layer reads the binder: imported here, not at the top
+
+    first_party = sorted({top_package_root(path) for path in paths})
+    root = project_root(paths[0]) if paths else None
+    return search_path_for(first_party, [Path(p) for p in config.search_path], config.python or None, root)
+
+
 def imported_declarations_for(
     declarations: Sequence[Declaration], config: Config, paths: Sequence[Path],
     skipped: Sequence[tuple[SourceFile, bytes]] = (), store: ResultCache | None = None,
+    search: SearchPath | None = None,
 ) -> list[Declaration]:
     """What the modules the run's relevant files import declare, where the run does not hold them: found in
     the run's package roots, the project, the search path and the environment (this module).
     A file named on the command line counts as an importer though the byte scan skipped it: the pre-commit
-    hook names the changed files, whose calls may reach what only an unchanged file declares."""
+    hook names the changed files, whose calls may reach what only an unchanged file declares.
+    `search`: the run's `run_search_path`, when the caller made it."""
     importers = [decl for decl in declarations if isinstance(decl, ModuleDecl)]
     named = {os.path.abspath(path) for path in paths}
     for source, data in skipped:
@@ -293,11 +309,7 @@ def imported_declarations_for(
                           if isinstance(d, ModuleDecl)]
     if not importers:
         return []
-    from kvlint.config import project_root  # the config layer reads the binder: imported here, not at the top
-
-    first_party = sorted({top_package_root(path) for path in paths})
-    root = project_root(paths[0]) if paths else None
-    search = search_path_for(first_party, [Path(p) for p in config.search_path], config.python or None, root)
+    search = search if search is not None else run_search_path(config, paths)  # a caller's, to ask what it read
 
     def declare(data: bytes, module: str, is_package: bool) -> list[Declaration]:
         """A module's declarations, from the result cache when it has them (keyed by the bytes read)."""
