@@ -3,11 +3,8 @@ settings and a bad setting stops the run with one clear line."""
 
 from __future__ import annotations
 
-import configparser
-import difflib
 import functools
 import fnmatch
-import hashlib
 import json
 import keyword
 import os
@@ -175,6 +172,8 @@ class Config:
             "version": _FINGERPRINT_VERSION,
         }
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+        import hashlib
+
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
     def names(self) -> tuple[str, ...]:
@@ -461,6 +460,8 @@ def config_from_mapping(data: Mapping[str, object], source: Path) -> Config:
 def _check_keys(data: Mapping[str, object], known: Sequence[str], section: str, source: Path) -> None:
     for key in data:
         if key not in known:
+            import difflib  # only for a misspelt key: not every run's import
+
             close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
             hint = f"did you mean {close[0]!r}?" if close else "known keys: " + ", ".join(known)
             raise _error(source, f"unknown key {key!r} in {section} ({hint})")
@@ -619,6 +620,8 @@ def _toml_section(path: Path, raw: bytes) -> Mapping[str, object] | None:
 
 
 def _cfg_section(path: Path, raw: bytes) -> Mapping[str, object] | None:
+    import configparser  # only for a .cfg or .ini file: not every run's import
+
     parser = configparser.ConfigParser(
         interpolation=None, default_section="\0kvlint-no-default-section"
     )

@@ -12,7 +12,6 @@ import os
 import signal
 import sys
 import threading
-import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -34,8 +33,35 @@ __all__ = ["AUDIT_FORMAT_NAMES", "CACHE_DIR_ENV", "EXIT_CLEAN", "EXIT_FINDINGS",
            "EXIT_USAGE", "build_parser", "main"]
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help formatter, with the terminal's width found as `shutil.get_terminal_size` finds it: argparse
+    makes one for every option it is given, and `import shutil` (bz2, lzma) would cost each run more than a
+    warm hook spends on its work."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, width if width is not None else _columns() - 2)
+
+
+def _columns() -> int:
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that exits 2 with a one-line message (it already does) and never 1."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -180,6 +206,8 @@ def _main_reporting(argv: Sequence[str] | None) -> int:
     except Exception as exc:  # noqa: BLE001 - a kvlint bug: one line unless --verbose
         arguments = sys.argv[1:] if argv is None else list(argv)
         if "--verbose" in arguments or "-v" in arguments:
+            import traceback
+
             traceback.print_exc()
         summary = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
         sys.stderr.write(f"kvlint: internal error: {summary} (run with --verbose for the traceback)\n")

@@ -35,8 +35,6 @@ if TYPE_CHECKING:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from kvlint.running.runner import run
-
     if any(str(path) == "-" for path in args.paths):
         return _check_stdin(args)
     if args.stdin_filename is not None:
@@ -45,13 +43,25 @@ def _check(args: argparse.Namespace) -> int:
     if config is None:
         return EXIT_USAGE
     baseline = _read_baseline(args)
-    result = run(args.paths, config, jobs=args.jobs, cache_dir=_cache_directory(args))
+    cache_dir = _cache_directory(args)
+    result = None
+    index_needed = args.fix or args.diff
+    if cache_dir is not None and not index_needed:  # a warm run: the findings, with no engine imported
+        from kvlint.running.run_record import replay
+
+        result = replay(args.paths, config, cache_dir, reports=False)
+    if result is None:
+        from kvlint.running.runner import run
+
+        result = run(args.paths, config, jobs=args.jobs, cache_dir=cache_dir, index_needed=index_needed)
     if not args.quiet:
         _warn_about_cache(result)
         _warn_if_nothing_found(args, result.files_found)
     reported = result.findings
     if args.report_unused_noqa:
         from kvlint.running.unused_noqa import unused_noqa
+
+        from kvlint.running.runner import run
 
         config = _with_unused_noqa(config)
         raw = run(args.paths, config, jobs=args.jobs, suppress=False)

@@ -93,13 +93,53 @@ def salt(config: Config, everything: bool) -> str:
 
     facts = {
         "format": CACHE_FORMAT,
-        "kvlint": f"{kvlint.__version__}+{kvlint.source_digest()}",
+        "kvlint": f"{kvlint.__version__}+{sources_identity()}",
         "python": sys.version,
         "libcst": libcst_version(),
         "config": repr(config),
         "everything": everything,
     }
     return json.dumps(facts, sort_keys=True)
+
+
+def sha256_hex(data: bytes) -> str:
+    """sha256, from the interpreter's own module where it has one (OpenSSL's costs a hook 2 ms to load)."""
+    try:
+        from _sha2 import sha256  # type: ignore[import-not-found]  # Python 3.12 and later
+    except ImportError:
+        try:
+            from _sha256 import sha256  # type: ignore[import-not-found,no-redef]
+        except ImportError:  # pragma: no cover - an interpreter built without it
+            from hashlib import sha256  # type: ignore[assignment]
+    return sha256(data).hexdigest()  # type: ignore[no-any-return]
+
+
+def sources_identity() -> str:
+    """What identifies kvlint's own sources: the status keys of its files when every one is settled (older
+    than `RACY_NS` now, so that no later change can keep its key), else the digest of their bytes."""
+    import kvlint
+
+    keys: list[list[object]] = []
+    root = os.path.dirname(os.path.abspath(kvlint.__file__))
+    stack = [root]
+    try:
+        while stack:
+            directory = stack.pop()
+            with os.scandir(directory) as listing:
+                for entry in listing:
+                    if entry.is_dir(follow_symlinks=False):
+                        if entry.name != "__pycache__":
+                            stack.append(entry.path)
+                    elif entry.name.endswith(".py"):
+                        keys.append([os.path.relpath(entry.path, root), status_key(entry.stat())])
+    except OSError:
+        keys = []
+    import time
+
+    now = time.time_ns()
+    if keys and all(settled(key, now) for _, key in keys):
+        return "status:" + sha256_hex(json.dumps([root, sorted(keys)]).encode())[:32]
+    return "content:" + kvlint.source_digest()
 
 
 def libcst_version() -> str:
@@ -125,9 +165,7 @@ def record_material(salted: str, paths: Sequence[Path], suppress: bool) -> str:
 
 
 def record_name(material: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(material.encode()).hexdigest()[:40]
+    return sha256_hex(material.encode())[:40]
 
 
 @dataclass
@@ -230,27 +268,35 @@ def open_runs(directory: Path) -> PrivateDir | None:
         return None
 
 
-def still_true(record: Record, config: Config, paths: Sequence[Path]) -> bool:
-    """Whether everything the recorded run read is as it was: its directories, files and search path."""
-    seen = record.seen
-    for path, key in record.dirs:
+def still_true(entry: dict[str, Any], config: Config, paths: Sequence[Path]) -> bool:
+    """Whether everything a recorded run read (`entry`, a record as JSON gives it) is as it was: its
+    directories, files and search path. Checked on the raw rows: a warm run does little else."""
+    seen = entry["seen"]
+    if type(seen) is not int:
+        return False
+    stat = os.stat
+    for path, key in entry["dirs"]:
         if not unchanged(path, key, seen):
             return False
-    for row in record.files:
-        if not unchanged(row.path, row.key, seen):
+    settled_before = seen - RACY_NS
+    for row in entry["files"]:
+        key = row[2]
+        try:
+            status = stat(row[0])
+        except (OSError, ValueError, TypeError):
             return False
-    return search_unchanged(record, config, paths)
-
-
-def search_unchanged(record: Record, config: Config, paths: Sequence[Path]) -> bool:
-    """Whether the search path the recorded run used is the same, and what it consulted unchanged."""
-    if record.roots is None:
+        if (key[3] != status.st_mtime_ns or key[4] != status.st_ctime_ns or key[2] != status.st_size
+                or key[1] != status.st_ino or key[0] != status.st_dev or not max(key[3], key[4]) < settled_before
+                or type(key[3]) is not int or type(key[4]) is not int):
+            return False
+    roots = entry["roots"]
+    if roots is None:
         return True
-    from kvlint.binding.module_resolution import run_search_path
+    from kvlint.binding.search_path import run_search_path
 
-    if [str(root) for root in run_search_path(config, paths).roots] != record.roots:
+    if [str(root) for root in run_search_path(config, paths).roots] != roots:
         return False
-    return all(unchanged(path, key, record.seen) for path, key in record.externals)
+    return all(unchanged(path, key, seen) for path, key in entry["externals"])
 
 
 def replay(paths: Sequence[Path], config: Config, directory: Path, everything: bool = False,
@@ -265,24 +311,29 @@ def replay(paths: Sequence[Path], config: Config, directory: Path, everything: b
         return None
     try:
         name = record_name(material)
-        record = read_record(runs, name, material)
-        if record is None or record.findings is None or not still_true(record, config, paths):
+        data = runs.read(f"{name}.json", RECORD_LIMIT)
+        if data is None:
             return None
-        result = RunResult(files_found=record.files_found, files_analysed=record.files_analysed,
-                           cache_hits=record.files_analysed)
+        entry = json.loads(data)
+        outcome = entry["result"]
+        if entry["material"] != material or outcome is None or not still_true(entry, config, paths):
+            return None
+        result = RunResult(files_found=_integer(outcome["files_found"]),
+                           files_analysed=_integer(outcome["files_analysed"]))
+        result.cache_hits = result.files_analysed
         from kvlint.running.codec import finding_from_json
 
-        result.findings = [finding_from_json(row) for row in record.findings]
+        result.findings = [finding_from_json(row) for row in outcome["findings"]]
         if reports:
             stored = runs.read(f"{name}.reports.json", RECORD_LIMIT)
             if stored is None:
                 return None
             from kvlint.running.codec import report_from_json
 
-            entry = json.loads(stored)
-            if entry["token"] != record.token:
+            beside = json.loads(stored)
+            if beside["token"] != entry["token"]:
                 return None
-            result.reports = [report_from_json(report) for report in entry["reports"]]
+            result.reports = [report_from_json(report) for report in beside["reports"]]
         return result
     except Exception:  # noqa: BLE001 - a damaged record or reports: the ordinary path
         return None

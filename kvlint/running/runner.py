@@ -30,7 +30,7 @@ from kvlint.running.worker_pool import STILL_READING, WorkerPool
 from kvlint.running.worker_pool import shared as shared_with_workers
 
 if TYPE_CHECKING:
-    from kvlint.binding.module_resolution import SearchPath
+    from kvlint.binding.search_path import SearchPath
     from kvlint.running.cache import CachedFile, ResultCache
 
 PARALLEL_THRESHOLD = 4  # below this many files found, worker start-up costs more than it saves
@@ -316,7 +316,7 @@ class _RunCache:
         import json
 
         from kvlint.binding.declarations import declaration_from_json
-        from kvlint.binding.module_resolution import run_search_path
+        from kvlint.binding.search_path import run_search_path
 
         named = {os.path.abspath(path) for path in paths}
         named_skipped = [(source, data) for source, data in skipped if os.path.abspath(source.path) in named]
