@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import kvlint
+from kvlint.running import run_record
 from kvlint.running.cache import CACHE_FORMAT
 from kvlint.config import Config
 from kvlint.running.runner import RunResult, run
@@ -97,7 +98,8 @@ def test_another_configuration_or_kvlint_version_misses(tree: Path, monkeypatch:
     narrowed = Config(select=("KVC002",))
     assert _run(tree / "cache", narrowed).cache_hits == 0
     assert _outcome(_run(tree / "cache", narrowed)) == _outcome(_run(None, narrowed))
-    monkeypatch.setattr(kvlint, "source_digest", lambda: "another-build")
+    monkeypatch.setattr(kvlint, "source_digest", lambda: "another-build")  # kvlint's sources, by content
+    monkeypatch.setattr(run_record, "sources_identity", lambda: "content:another-build")
     assert _run(tree / "cache").cache_hits == 0
 
 

@@ -11,7 +11,6 @@ import argparse
 import os
 import signal
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -64,11 +63,23 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; `only`: with that subcommand's parser alone (what a run of it needs, and all
+    its output and errors say is the same: the top level's usage names no command; a parser costs each run)."""
     parser = _Parser(prog="kvlint", description="Static invariant checker for vLLM KV-connector outputs.")
     parser.add_argument("--version", action="version", version=f"kvlint {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
+    if only in (None, "check"):
+        _add_check(commands)
+    if only in (None, "audit"):
+        _add_audit(commands)
+    if only in (None, "rules", "config", "explain", "server", "cache"):
+        _add_others(commands)
+    return parser
+
+
+def _add_check(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     check = commands.add_parser("check", help="report findings in files or directories (the pre-commit hook)")
     check.add_argument("--format", "--output-format", dest="format", choices=sorted(CHECK_FORMAT_NAMES),
                        default="text",
@@ -91,6 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="print a unified diff of what --fix would change, write nothing; exit 1 if there is any")
     _add_run_options(check)
 
+
+def _add_audit(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     audit = commands.add_parser("audit", help="inventory every output, connector-output read and sentinel use")
     audit.add_argument("--format", "--output-format", dest="format", choices=list(AUDIT_FORMAT_NAMES), default="text",
                        help="output format (default: text); --output-format is ruff's spelling")
@@ -100,6 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "checked-out commit, from GITHUB_SERVER_URL, GITHUB_REPOSITORY and GITHUB_SHA)")
     _add_run_options(audit)
 
+
+def _add_others(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     rules = commands.add_parser("rules", help="list every rule")
     rules.add_argument("--format", choices=("text", "markdown"), default="text", help="output format (default: text)")
     config = commands.add_parser("config", help="print the configuration in effect (every key, defaults included)")
@@ -119,7 +134,6 @@ def build_parser() -> argparse.ArgumentParser:
     cache = commands.add_parser("cache", help="manage the result cache: `kvlint cache clean` removes it")
     cache.add_argument("action", choices=("clean",), help="clean: remove every entry kvlint keeps there")
     cache.add_argument("--cache-dir", type=_directory, metavar="DIR", help="the cache (default: $KVLINT_CACHE_DIR)")
-    return parser
 
 
 def _codes(value: str) -> tuple[str, ...]:
@@ -171,9 +185,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if sys.stderr is not None:
             sys.stderr.write("kvlint: standard output is closed: the report is not shown\n")
         sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - for the rest of the process
-    if threading.current_thread() is not threading.main_thread():
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread (a caller's thread): no handler of ours
         return _main_reporting(argv)
-    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         try:
             return _main_reporting(argv)
@@ -214,9 +229,13 @@ def _main_reporting(argv: Sequence[str] | None) -> int:
         return EXIT_USAGE
 
 
+_COMMANDS = ("check", "audit")  # what a run most often is: only its parser is built
+
+
 def _main(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(arguments[0] if arguments and arguments[0] in _COMMANDS else None)
+    args = parser.parse_args(arguments)
     if args.command == "rules":
         from kvlint.cli.rules import _rules
 

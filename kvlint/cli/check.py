@@ -26,7 +26,6 @@ from kvlint.cli.shared import (
     _warn_if_nothing_found,
 )
 from kvlint.config import Config, ConfigError, load_config
-from kvlint.report.formats import check_renderer
 from kvlint.report.safe_text import printable
 from kvlint.report.text import fix_only_summary, hidden_fixes
 
@@ -238,12 +237,13 @@ def _fix_stdin(
 
 def _check_report(args: argparse.Namespace, findings: list, fixed: int | None = None) -> str:  # type: ignore[type-arg]
     """The text of `kvlint check`'s report in the chosen format (`fixed`: how many --fix repaired)."""
-    from kvlint.report.json import statistics_json
     from kvlint.report.text import as_text_report, statistics_text
 
     color = _use_color(args.color, args.output) if args.format == "text" else False
     if args.statistics:
         if args.format == "json":
+            from kvlint.report.json import statistics_json
+
             return statistics_json(findings)
         if args.format != "text":
             raise _UsageError(f"--statistics prints text or json, not {args.format}")
@@ -251,4 +251,6 @@ def _check_report(args: argparse.Namespace, findings: list, fixed: int | None = 
     if args.format == "text":
         return as_text_report(findings, color=color, show_source=args.show_source, summary=not args.quiet,
                               unsafe=args.unsafe_fixes, fixed=fixed)
+    from kvlint.report.formats import check_renderer
+
     return check_renderer(args.format)(findings)

@@ -11,10 +11,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from kvlint.findings import Finding
 from kvlint.report.safe_text import printable
 
 if TYPE_CHECKING:
+    from kvlint.findings import Finding
     from kvlint.report.audit import AuditReport
     from kvlint.report.rows import _Row
 

@@ -119,26 +119,26 @@ def sources_identity() -> str:
     than `RACY_NS` now, so that no later change can keep its key), else the digest of their bytes."""
     import kvlint
 
-    keys: list[list[object]] = []
+    keys: list[tuple[str, list[int]]] = []
     root = os.path.dirname(os.path.abspath(kvlint.__file__))
     stack = [root]
+    start = len(root) + 1
     try:
         while stack:
             directory = stack.pop()
             with os.scandir(directory) as listing:
                 for entry in listing:
-                    if entry.is_dir(follow_symlinks=False):
-                        if entry.name != "__pycache__":
-                            stack.append(entry.path)
-                    elif entry.name.endswith(".py"):
-                        keys.append([os.path.relpath(entry.path, root), status_key(entry.stat())])
+                    if entry.name.endswith(".py"):
+                        keys.append((entry.path[start:], status_key(entry.stat())))
+                    elif entry.name != "__pycache__" and entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
     except OSError:
         keys = []
     import time
 
-    now = time.time_ns()
-    if keys and all(settled(key, now) for _, key in keys):
-        return "status:" + sha256_hex(json.dumps([root, sorted(keys)]).encode())[:32]
+    before = time.time_ns() - RACY_NS
+    if keys and all(max(key[3], key[4]) < before for _, key in keys):
+        return "status:" + sha256_hex(repr([root, sorted(keys)]).encode())[:32]
     return "content:" + kvlint.source_digest()
 
 
@@ -150,9 +150,10 @@ def libcst_version() -> str:
             names = os.listdir(entry or os.curdir)
         except OSError:
             continue
-        for name in sorted(names):
-            if name.startswith("libcst-") and name.endswith((".dist-info", ".egg-info")):
-                return name[len("libcst-"):].rpartition(".")[0]
+        found = sorted(name for name in names
+                       if name.startswith("libcst-") and name.endswith((".dist-info", ".egg-info")))
+        if found:
+            return found[0][len("libcst-"):].rpartition(".")[0]
     return "unknown"
 
 
@@ -168,36 +169,31 @@ def record_name(material: str) -> str:
     return sha256_hex(material.encode())[:40]
 
 
-@dataclass
 class FileRow:
-    """What a record holds for one file."""
+    """What a record holds for one file (a plain class: a warm run pays for every class it defines)."""
 
-    path: str
-    display_path: str
-    key: list[int]
-    digest: str
-    relevant: bool
-    undecodable: bool  # the byte scan skipped it and it is not UTF-8: its KVC900 needs the bytes
-    caller: bool  # a skipped file mentioning a name of `wanted`
-    named: list[str]  # the names of `unseen` it holds
+    __slots__ = ("path", "display_path", "key", "digest", "relevant", "undecodable", "caller", "named")
+
+    def __init__(self, path: str, display_path: str, key: list[int], digest: str, relevant: bool,
+                 undecodable: bool, caller: bool, named: list[str]):
+        self.path, self.display_path, self.key, self.digest = path, display_path, key, digest
+        self.relevant = relevant
+        self.undecodable = undecodable  # the byte scan skipped it and it is not UTF-8: its KVC900 needs the bytes
+        self.caller = caller  # a skipped file mentioning a name of `wanted`
+        self.named = named  # the names of `unseen` it holds
 
 
-@dataclass
 class Record:
-    """A run's record, decoded and checked; `replayable` only with a result."""
+    """A run's record, decoded and checked (`findings` None: no result to replay)."""
 
-    seen: int
-    dirs: list[tuple[str, list[int] | None]]
-    files: list[FileRow]
-    wanted: list[str]
-    unseen: list[str]
-    roots: list[str] | None
-    externals: list[tuple[str, list[int] | None]]
-    imports: tuple[str, list[Any]] | None  # the fingerprint of the imports asked and the declarations found
-    findings: list[Any] | None
-    files_found: int
-    files_analysed: int
-    token: str
+    def __init__(self, seen: int, dirs: list[tuple[str, list[int] | None]], files: list[FileRow],
+                 wanted: list[str], unseen: list[str], roots: list[str] | None,
+                 externals: list[tuple[str, list[int] | None]], imports: tuple[str, list[Any]] | None,
+                 findings: list[Any] | None, files_found: int, files_analysed: int, token: str):
+        self.seen, self.dirs, self.files, self.wanted, self.unseen = seen, dirs, files, wanted, unseen
+        self.roots, self.externals = roots, externals
+        self.imports = imports  # the fingerprint of the imports asked, and the declarations found
+        self.findings, self.files_found, self.files_analysed, self.token = findings, files_found, files_analysed, token
 
     def by_path(self) -> dict[str, FileRow]:
         return {row.path: row for row in self.files}
@@ -321,9 +317,10 @@ def replay(paths: Sequence[Path], config: Config, directory: Path, everything: b
         result = RunResult(files_found=_integer(outcome["files_found"]),
                            files_analysed=_integer(outcome["files_analysed"]))
         result.cache_hits = result.files_analysed
-        from kvlint.running.codec import finding_from_json
+        if outcome["findings"]:  # "All checks passed." needs no finding's classes
+            from kvlint.running.codec import finding_from_json
 
-        result.findings = [finding_from_json(row) for row in outcome["findings"]]
+            result.findings = [finding_from_json(row) for row in outcome["findings"]]
         if reports:
             stored = runs.read(f"{name}.reports.json", RECORD_LIMIT)
             if stored is None:
