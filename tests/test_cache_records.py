@@ -97,8 +97,9 @@ def _start_of_a_tick() -> None:
         time.sleep(0.05)
 
 
-def test_a_warm_run_with_nothing_changed_reads_no_file(tree: Path, settled_now: None,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_warm_run_with_nothing_changed_reads_no_file(
+    tree: Path, settled_now: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cold = _run(tree.parent)
     assert _codes(cold) == [("tree/worker.py", 3, "KVC001")] and not _replayed(cold)
 
@@ -167,8 +168,9 @@ def test_a_file_changed_within_one_timestamp_tick_is_read_again(tree: Path, monk
     assert _codes(warm) == [] and not _replayed(warm)
 
 
-def test_a_file_replaced_by_git_checkout_with_an_older_mtime_misses(tree: Path, settled_now: None,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_file_replaced_by_git_checkout_with_an_older_mtime_misses(
+    tree: Path, settled_now: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`git checkout` unlinks the file and writes it anew (here the same size, and ext4 gives it the inode just
     freed), and a tool that restores commit times (or a CI cache) gives it an mtime older than the recorded
     one. On a two-second-tick file system its ctime can fall in the recorded tick: only the mtime differs. The
@@ -309,7 +311,8 @@ def test_the_command_line_replays_the_same_bytes(tree: Path) -> None:
         warm = run_kvlint("audit", "tree", "--format", "json", "--exit-zero", "--cache-dir", str(cache),
                           cwd=tree.parent)
         assert json.loads(warm.stdout)["findings"] == json.loads(audit.stdout)["findings"]
-    assert len(list((cache / f"kvlint-v{CACHE_FORMAT}" / "runs").iterdir())) == 2  # one record (and its reports): check and audit share it
+    # one record and its reports: check and audit share it
+    assert len(list((cache / f"kvlint-v{CACHE_FORMAT}" / "runs").iterdir())) == 2
 
 
 PROVIDER = """\
@@ -330,8 +333,9 @@ def finished(runner):
 """
 
 
-def test_the_hook_sees_a_change_in_a_module_its_file_imports(tmp_path: Path, settled_now: None,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_hook_sees_a_change_in_a_module_its_file_imports(
+    tmp_path: Path, settled_now: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`kvlint check consumer.py` binds `latest_output` through provider.py, which the run reads beyond its own
     files: the record keeps the status of every file and directory the search path consulted, and the
     declarations it found are reused only while they are all unchanged."""
@@ -344,7 +348,8 @@ def test_the_hook_sees_a_change_in_a_module_its_file_imports(tmp_path: Path, set
 
     assert [f.code for f in hook().findings] == ["KVC001"]
     assert _replayed(hook())
-    _rewrite_in_place(tmp_path / "provider.py", PROVIDER.replace("KVConnectorOutput | None", "KVConnectorOutput       "))
+    not_optional = PROVIDER.replace("KVConnectorOutput | None", "KVConnectorOutput       ")
+    _rewrite_in_place(tmp_path / "provider.py", not_optional)
     warm = hook()
     assert warm.findings == [] and not _replayed(warm)
     assert hook().findings == []

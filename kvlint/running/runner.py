@@ -558,7 +558,8 @@ class IndexBuild:
         unseen = sorted({call.lstrip(".").encode() for call in self.path_only})
         self.unseen_asked = [name.decode() for name in unseen]
         keep = self.keep_facts  # each file's facts in full, for the record
-        answered = self.recorded is not None and list(wanted) == self.recorded[0] and set(self.unseen_asked) <= set(self.recorded[1])
+        answered = (self.recorded is not None and list(wanted) == self.recorded[0]
+                    and set(self.unseen_asked) <= set(self.recorded[1]))
         asked = set(self.unseen_asked)
         step = 0
         for source, data in self.skipped:
