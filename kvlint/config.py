@@ -11,7 +11,6 @@ import os
 import re
 import reprlib  # a value quoted in an error: short, and never recursing into a nested one
 import stat
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -604,6 +603,8 @@ def _decode(path: Path, raw: bytes) -> str:
 
 
 def _toml_section(path: Path, raw: bytes) -> Mapping[str, object] | None:
+    import tomllib  # only for a file that names kvlint: a project's pyproject.toml without it is not parsed
+
     try:
         document = tomllib.loads(_decode(path, raw))
     except ValueError as exc:  # TOMLDecodeError, and an integer of more digits than int() takes

@@ -7,7 +7,6 @@ import argparse
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kvlint.cli.shared import (
     EXIT_CLEAN,
@@ -29,6 +28,7 @@ from kvlint.config import Config, ConfigError, load_config
 from kvlint.report.safe_text import printable
 from kvlint.report.text import fix_only_summary, hidden_fixes
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm hook's cost)
 if TYPE_CHECKING:
     from kvlint.fixing.files import FileFix
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import io
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
 
 from kvlint.report.safe_text import printable
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm hook's cost)
 if TYPE_CHECKING:
     from kvlint.findings import Finding
     from kvlint.report.audit import AuditReport

@@ -34,9 +34,11 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm hook's cost)
 if TYPE_CHECKING:
+    from typing import Any
+
     from kvlint.binding.tree_index import TreeIndex
     from kvlint.config import Config
     from kvlint.engine import FileReport
