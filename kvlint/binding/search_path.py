@@ -4,7 +4,6 @@ check that its search path is unchanged without importing what reads declaration
 
 from __future__ import annotations
 
-import glob
 import os
 import site
 from collections.abc import Iterable, Sequence
@@ -104,6 +103,10 @@ def environment_site_packages(python: str | None, project_root: Path | None) -> 
 
 
 def _site_packages_under(prefix: Path) -> list[Path]:
+    if not prefix.is_dir():  # no venv there (a project without `.venv`): nothing to glob
+        return []
+    import glob
+
     patterns = ("lib/python3*/site-packages", "lib64/python3*/site-packages", "Lib/site-packages",
                 "lib/python3*/dist-packages")  # the last: a Debian interpreter's own
     return sorted({Path(p) for pattern in patterns for p in glob.glob(str(prefix / pattern)) if os.path.isdir(p)})
