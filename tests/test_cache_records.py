@@ -341,6 +341,7 @@ def test_the_hook_sees_a_change_in_a_module_its_file_imports(
     declarations it found are reused only while they are all unchanged."""
     (tmp_path / "provider.py").write_text(PROVIDER)
     (tmp_path / "consumer.py").write_text(CONSUMER)
+    (tmp_path / "cache").mkdir()  # before the runs: the search path lists tmp_path, which making it would change
     monkeypatch.chdir(tmp_path)
 
     def hook() -> RunResult:
