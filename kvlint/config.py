@@ -3,18 +3,14 @@ settings and a bad setting stops the run with one clear line."""
 
 from __future__ import annotations
 
-import configparser
-import difflib
 import functools
 import fnmatch
-import hashlib
 import json
 import keyword
 import os
 import re
 import reprlib  # a value quoted in an error: short, and never recursing into a nested one
 import stat
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -175,6 +171,8 @@ class Config:
             "version": _FINGERPRINT_VERSION,
         }
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+        import hashlib
+
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
     def names(self) -> tuple[str, ...]:
@@ -461,6 +459,8 @@ def config_from_mapping(data: Mapping[str, object], source: Path) -> Config:
 def _check_keys(data: Mapping[str, object], known: Sequence[str], section: str, source: Path) -> None:
     for key in data:
         if key not in known:
+            import difflib  # only for a misspelt key: not every run's import
+
             close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
             hint = f"did you mean {close[0]!r}?" if close else "known keys: " + ", ".join(known)
             raise _error(source, f"unknown key {key!r} in {section} ({hint})")
@@ -603,6 +603,8 @@ def _decode(path: Path, raw: bytes) -> str:
 
 
 def _toml_section(path: Path, raw: bytes) -> Mapping[str, object] | None:
+    import tomllib  # only for a file that names kvlint: a project's pyproject.toml without it is not parsed
+
     try:
         document = tomllib.loads(_decode(path, raw))
     except ValueError as exc:  # TOMLDecodeError, and an integer of more digits than int() takes
@@ -619,6 +621,8 @@ def _toml_section(path: Path, raw: bytes) -> Mapping[str, object] | None:
 
 
 def _cfg_section(path: Path, raw: bytes) -> Mapping[str, object] | None:
+    import configparser  # only for a .cfg or .ini file: not every run's import
+
     parser = configparser.ConfigParser(
         interpolation=None, default_section="\0kvlint-no-default-section"
     )

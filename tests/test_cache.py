@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import kvlint
+from kvlint.running import run_record
 from kvlint.running.cache import CACHE_FORMAT
 from kvlint.config import Config
 from kvlint.running.runner import RunResult, run
@@ -46,6 +47,17 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _run(cache: Path | None, config: Config | None = None, jobs: int = 2) -> RunResult:
     return run([Path(".")], config or Config(), jobs=jobs, cache_dir=cache)
+
+
+def _entries(cache: Path) -> list[Path]:
+    """The per-file entries (not the run records beside them, `runs/`)."""
+    return sorted(path for path in cache.rglob("*.json") if path.parent.name != "runs")
+
+
+def _forget_runs(cache: Path) -> None:
+    """Remove the run records, so that the next run reads the per-file entries (which a test damages)."""
+    for runs in cache.rglob("runs"):
+        shutil.rmtree(runs)
 
 
 def _outcome(result: RunResult) -> list[tuple[object, ...]]:
@@ -86,13 +98,15 @@ def test_another_configuration_or_kvlint_version_misses(tree: Path, monkeypatch:
     narrowed = Config(select=("KVC002",))
     assert _run(tree / "cache", narrowed).cache_hits == 0
     assert _outcome(_run(tree / "cache", narrowed)) == _outcome(_run(None, narrowed))
-    monkeypatch.setattr(kvlint, "source_digest", lambda: "another-build")
+    monkeypatch.setattr(kvlint, "source_digest", lambda: "another-build")  # kvlint's sources, by content
+    monkeypatch.setattr(run_record, "sources_identity", lambda: "content:another-build")
     assert _run(tree / "cache").cache_hits == 0
 
 
 def test_unreadable_or_corrupt_entries_are_misses(tree: Path) -> None:
     expected = _outcome(_run(tree / "cache"))
-    entries = sorted((tree / "cache").rglob("*.json"))
+    entries = _entries(tree / "cache")
+    _forget_runs(tree / "cache")
     for number, entry in enumerate(entries):
         entry.write_text(["", "{", '{"functions": 3}', "[]"][number % 4])
     again = _run(tree / "cache")
@@ -102,7 +116,8 @@ def test_unreadable_or_corrupt_entries_are_misses(tree: Path) -> None:
 
 def test_an_entry_whose_report_cannot_be_decoded_is_analysed_again(tree: Path) -> None:
     expected = _outcome(_run(tree / "cache"))
-    for entry in (tree / "cache").rglob("*.json"):
+    _forget_runs(tree / "cache")
+    for entry in _entries(tree / "cache"):
         data = json.loads(entry.read_text())
         data["report"]["sites"] = [{"kind": "no-such-kind"}]
         entry.write_text(json.dumps(data))

@@ -38,7 +38,13 @@ def _check(tree: Path, cache: Path | str, *extra: str):  # type: ignore[no-untyp
 
 
 def _entries(directory: Path) -> list[Path]:
-    return sorted(path for path in directory.rglob("*.json") if path.is_file())
+    """The per-file entries (the run records in `runs/` are checked in tests/test_cache_records.py)."""
+    return sorted(path for path in directory.rglob("*.json") if path.is_file() and path.parent.name != "runs")
+
+
+def _forget_runs(directory: Path) -> None:
+    for runs in directory.rglob("runs"):
+        shutil.rmtree(runs)
 
 
 def test_a_shared_world_writable_directory_gets_a_private_per_user_subdirectory(tmp_path: Path) -> None:
@@ -109,6 +115,7 @@ def test_an_entry_planted_as_a_symlink_is_replaced_not_written_through(tmp_path:
     victim = tmp_path / "precious.txt"
     victim.write_text("precious\n")
     entries = _entries(cache)
+    _forget_runs(cache)  # the next run reads the entries rather than replaying its record
     for entry in entries:  # as if planted while the directory was open to others
         entry.unlink()
         entry.symlink_to(victim)
@@ -140,6 +147,7 @@ def test_a_damaged_entry_is_a_miss_never_fatal(tmp_path: Path, damage: str) -> N
     tree = _tree(tmp_path)
     cache = tmp_path / "cache"
     expected = _check(tree, cache)
+    _forget_runs(cache)
     for entry in _entries(cache):
         data = json.loads(entry.read_text())
         findings = data["report"]["findings"]
@@ -181,6 +189,7 @@ def test_the_cache_is_pruned_to_its_size_bound_least_recently_used_first(
     monkeypatch.chdir(tree)
     cache = tmp_path / "cache"
     run([Path(".")], Config(), jobs=1, cache_dir=cache)
+    _forget_runs(cache)
     entries = _entries(cache)
     assert len(entries) == 5
     for age, entry in enumerate(entries):  # the first entry is the least recently used

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kvlint.running.cache import _finding_from_json, _finding_to_json
+from kvlint.running.codec import finding_from_json, finding_to_json
 from kvlint.source import split_lines
 from kvlint.findings import Finding
 from kvlint.fixing.model import Applicability, Edit, Fix, apply_fixes
@@ -43,7 +43,7 @@ def test_two_insertions_at_one_point_clash_and_a_malformed_fix_is_never_applied(
 def test_a_finding_keeps_its_fix_through_the_cache_and_the_fix_does_not_change_its_identity():
     fix = _fix("Copy the sentinel", Edit(2, 10, 2, 15, "copy.copy(EMPTY)"), unsafe=True)
     finding = Finding("a.py", 2, 4, "KVC004", "m", 2, 7, invariant="kv", fix=fix)
-    again = _finding_from_json(_finding_to_json(finding))
+    again = finding_from_json(finding_to_json(finding))
     assert again.fix == fix and again.fix.applies(unsafe=True) and not again.fix.applies(unsafe=False)
     assert again == Finding("a.py", 2, 4, "KVC004", "m", 2, 7, invariant="kv")
-    assert _finding_from_json(_finding_to_json(Finding("a.py", 1, 0, "KVC900", "m", 1, 0))).fix is None
+    assert finding_from_json(finding_to_json(Finding("a.py", 1, 0, "KVC900", "m", 1, 0))).fix is None

@@ -156,3 +156,28 @@ def test_the_audit_shows_where_it_was_parked_and_who_drops_it(monkeypatch: pytes
     dot = run_kvlint("audit", "pp_parked", "--format", "dot", cwd=SUMMARIES).stdout
     [edge] = [line for line in dot.splitlines() if "parks it on a holder no caller reads" in line]
     assert 'color="#c62828"' in edge  # red: the KVC006 it stands for is reported
+
+
+def test_a_warm_hook_run_sees_the_caller_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run record of `kvlint check runner.py --cache-dir` holds the project files it read for callers: when
+    the worker, not a file of the run, starts reading the parked field back, the next run is not a replay."""
+    from kvlint.running import run_record
+
+    monkeypatch.setattr(run_record, "RACY_NS", 0)  # every status counts as settled (tests/test_cache_records.py)
+    project = tmp_path / "project"
+    shutil.copytree(SUMMARIES / "pp_parked", project / "pp_parked")
+    (project / "pyproject.toml").write_text('[project]\nname = "pipeline"\n')
+    monkeypatch.chdir(project)
+
+    def check() -> tuple[list[str], bool]:
+        result = run([Path("pp_parked/runner.py")], Config(), jobs=1, cache_dir=tmp_path / "cache")
+        return [f.code for f in result.findings], result.index is None  # a replay indexes nothing
+
+    assert check() == (["KVC006"], False)
+    assert check() == (["KVC006"], True)
+    worker = project / "pp_parked" / "worker.py"
+    worker.write_text(worker.read_text().replace(
+        "        self.pipe.send_tensor_dict(output.tensors)\n        return None\n",
+        "        self.pipe.send_tensor_dict(output.tensors)\n        return output.kv_connector_output and None\n",
+    ))
+    assert check() == ([], False)

@@ -16,15 +16,20 @@ only what can change a verdict:
 from __future__ import annotations
 
 import dataclasses
-import glob
 import os
 import re
-import site
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kvlint.binding.search_path import (  # re-exported: where they were first
+    SearchPath,
+    environment_site_packages,
+    run_search_path,
+    search_path_for,
+    top_package_root,
+)
 from kvlint.binding.declarations import ClassDecl, Declaration, FunctionDecl, ModuleDecl, PathCalls, module_declarations
 from kvlint.binding.names import ImportTable, matches, walk_statements
 from kvlint.binding.summaries import HolderUse, ParkedReturn, PassThrough
@@ -36,110 +41,13 @@ if TYPE_CHECKING:
     from kvlint.running.cache import ResultCache
     from kvlint.running.discovery import SourceFile
 
+__all__ = ["SearchPath", "declarations_of", "environment_site_packages", "imported_declarations",
+           "imported_declarations_for", "run_search_path", "search_path_for", "top_package_root"]
+
 MAX_IMPORT_DEPTH = 2  # modules imported by modules imported by a relevant file, and no further
 MAX_MODULES_READ = 400  # a bound on what one run reads beyond its own files
 MAX_MODULE_BYTES = 2 * 2**20
 _PREDICATE_WORDS = (b"NoReturn", b"Never", b"TypeGuard", b"TypeIs", b"raise")
-
-
-@dataclass
-class SearchPath:
-    """The directories module names are looked up in, first match wins; each answer is remembered, and each
-    directory is listed once (a run asks for thousands of names, most of them in no root: `torch.nn`)."""
-
-    roots: tuple[Path, ...] = ()
-    _found: dict[str, Path | None] = field(default_factory=dict, repr=False)
-    _listings: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
-
-    def find(self, module: str) -> Path | None:
-        """The source file of a dotted module name (`a/b.py`, `a/b/__init__.py`, or the `.pyi` of either)."""
-        if module in self._found:
-            return self._found[module]
-        found = None
-        parts = module.split(".")
-        if all(part.isidentifier() for part in parts):
-            for root in self.roots:
-                found = self._find_in(str(root), parts)
-                top = os.path.join(root, parts[0])
-                if found is not None or "__init__.py" in self._listing(top) or "__init__.pyi" in self._listing(top):
-                    break  # a regular package lives in one root: the first that has it hides the others
-        self._found[module] = found
-        return found
-
-    def _find_in(self, directory: str, parts: list[str]) -> Path | None:
-        for part in parts[:-1]:
-            if part not in self._listing(directory):
-                return None
-            directory = os.path.join(directory, part)
-        last, entries = parts[-1], self._listing(directory)
-        for name in (f"{last}.py", f"{last}.pyi"):
-            if name in entries and os.path.isfile(os.path.join(directory, name)):
-                return Path(directory, name)
-        if last in entries:
-            for name in ("__init__.py", "__init__.pyi"):
-                candidate = os.path.join(directory, last, name)
-                if name in self._listing(os.path.join(directory, last)) and os.path.isfile(candidate):
-                    return Path(candidate)
-        return None
-
-    def _listing(self, directory: str) -> frozenset[str]:
-        found = self._listings.get(directory)
-        if found is None:
-            try:
-                found = frozenset(os.listdir(directory))
-            except OSError:
-                found = frozenset()
-            self._listings[directory] = found
-        return found
-
-
-def top_package_root(path: Path) -> Path:
-    """The directory the top-level package of a checked path sits in (`/x` for `/x/pkg/sub/mod.py` and for
-    `/x/pkg`, where `pkg` and `sub` hold an `__init__.py`); a directory of no package is its own root."""
-    directory = Path(os.path.abspath(path))
-    if not directory.is_dir():
-        directory = directory.parent
-    while (directory / "__init__.py").is_file() and directory.parent != directory:
-        directory = directory.parent
-    return directory
-
-
-def environment_site_packages(python: str | None, project_root: Path | None) -> list[Path]:
-    """The site-packages of the project's environment, found as ty finds it: `python` (a venv or an
-    interpreter in one), else `VIRTUAL_ENV`, else a `.venv` in the project root, else kvlint's own
-    interpreter's. Nothing is run: a venv's layout says where its packages are."""
-    for candidate in (python, os.environ.get("VIRTUAL_ENV"),
-                      str(project_root / ".venv") if project_root is not None else None):
-        if not candidate:
-            continue
-        prefix = Path(candidate)
-        if prefix.is_file():  # an interpreter: its venv or installation is two levels up (`bin/python`)
-            prefix = prefix.parent.parent
-        found = _site_packages_under(prefix)
-        if found:
-            return found
-        if candidate == python:
-            return []  # asked for, not there: no other environment stands in for it
-    own = [Path(p) for p in (*site.getsitepackages(), site.getusersitepackages()) if os.path.isdir(p)]
-    return own
-
-
-def _site_packages_under(prefix: Path) -> list[Path]:
-    patterns = ("lib/python3*/site-packages", "lib64/python3*/site-packages", "Lib/site-packages",
-                "lib/python3*/dist-packages")  # the last: a Debian interpreter's own
-    return sorted({Path(p) for pattern in patterns for p in glob.glob(str(prefix / pattern)) if os.path.isdir(p)})
-
-
-def search_path_for(first_party: Iterable[Path], configured: Sequence[Path], python: str | None,
-                    project_root: Path | None) -> SearchPath:
-    """The run's search path: first-party roots, the project root, the configured directories, the environment."""
-    roots: list[Path] = []
-    for root in (*first_party, *([project_root] if project_root else []), *configured,
-                 *environment_site_packages(python, project_root)):
-        resolved = Path(os.path.realpath(root))
-        if resolved not in roots and resolved.is_dir():
-            roots.append(resolved)
-    return SearchPath(tuple(roots))
 
 
 def imported_declarations(
@@ -285,11 +193,13 @@ def _read(path: Path | None) -> bytes | None:
 def imported_declarations_for(
     declarations: Sequence[Declaration], config: Config, paths: Sequence[Path],
     skipped: Sequence[tuple[SourceFile, bytes]] = (), store: ResultCache | None = None,
+    search: SearchPath | None = None,
 ) -> list[Declaration]:
     """What the modules the run's relevant files import declare, where the run does not hold them: found in
     the run's package roots, the project, the search path and the environment (this module).
     A file named on the command line counts as an importer though the byte scan skipped it: the pre-commit
-    hook names the changed files, whose calls may reach what only an unchanged file declares."""
+    hook names the changed files, whose calls may reach what only an unchanged file declares.
+    `search`: the run's `run_search_path`, when the caller made it."""
     importers = [decl for decl in declarations if isinstance(decl, ModuleDecl)]
     named = {os.path.abspath(path) for path in paths}
     for source, data in skipped:
@@ -299,11 +209,7 @@ def imported_declarations_for(
                           if isinstance(d, ModuleDecl)]
     if not importers:
         return []
-    from kvlint.config import project_root  # the config layer reads the binder: imported here, not at the top
-
-    first_party = sorted({top_package_root(path) for path in paths})
-    root = project_root(paths[0]) if paths else None
-    search = search_path_for(first_party, [Path(p) for p in config.search_path], config.python or None, root)
+    search = search if search is not None else run_search_path(config, paths)  # a caller's, to ask what it read
 
     def declare(data: bytes, module: str, is_package: bool) -> list[Declaration]:
         """A module's declarations, from the result cache when it has them (keyed by the bytes read)."""
@@ -318,11 +224,11 @@ def imported_declarations_for(
         return declared
 
     found = imported_declarations(importers, search, {decl.module for decl in importers}, config.names(), declare)
-    return found + caller_declarations(declarations, config, paths, root)
+    return found + caller_declarations(declarations, config, paths, search)
 
 
 def caller_declarations(
-    declarations: Sequence[Declaration], config: Config, paths: Sequence[Path], root: Path | None,
+    declarations: Sequence[Declaration], config: Config, paths: Sequence[Path], search: SearchPath | None = None,
 ) -> list[Declaration]:
     """What the rest of the project does with the holders the run's functions return with a KV output parked
     on them (`binding.summaries`): the pre-commit hook passes the changed runner, not the unchanged worker
@@ -339,7 +245,9 @@ def caller_declarations(
     })
     if not holders:
         return []  # it sets the field on what it returns, an output: that is attaching, not parking
-    root = root or Path(os.curdir).resolve()  # no project marker: the current directory is the project
+    from kvlint.config import project_root  # the config layer reads the binder: imported here, not at the top
+
+    root = (project_root(paths[0]) if paths else None) or Path(os.curdir).resolve()  # no marker: the cwd
     if any(root.is_relative_to(Path(path).resolve()) for path in paths):
         return []  # the run holds the whole project already
     from kvlint.running.discovery import SourceFile, is_skipped_directory, iter_python_files  # the walk is theirs
@@ -352,15 +260,20 @@ def caller_declarations(
         root / name for name in sorted(os.listdir(root))
         if not is_skipped_directory(str(root), name) and os.path.join(os.path.abspath(root / name), "") not in in_run
     ]
-    for entry in iter_python_files(tops, config) if tops else ():
+    listed: list[str] = [str(root)]
+    read: list[str] = []
+    for entry in iter_python_files(tops, config, listed) if tops else ():
         if not isinstance(entry, SourceFile) or os.path.abspath(entry.path).startswith(in_run):
             continue
+        read.append(os.fspath(entry.path))
         data = _read(Path(entry.path))
         if data is None or not any(holder in data for holder in holders) or not mentions_any(data, names):
             continue  # a file a whole-tree run skips says nothing there either
         module, is_package = module_name_for(Path(entry.path))
         if module not in analysed:
             candidates.append((data, module, is_package))
+    if search is not None:  # a run's record of what it read replays only while none of these changed
+        search.note(read, listed)
     found: list[Declaration] = []
     passing = [decl for decl in declarations if isinstance(decl, PassThrough)]
     summaries: dict[str, list[HolderUse | PassThrough]] = {}  # by module: each candidate is parsed once

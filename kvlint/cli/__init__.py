@@ -11,8 +11,6 @@ import argparse
 import os
 import signal
 import sys
-import threading
-import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -35,15 +33,54 @@ __all__ = ["AUDIT_FORMAT_NAMES", "CACHE_DIR_ENV", "EXIT_CLEAN", "EXIT_FINDINGS",
            "EXIT_USAGE", "build_parser", "main"]
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help formatter, with the terminal's width found as `shutil.get_terminal_size` finds it: argparse
+    makes one for every option it is given, and `import shutil` (bz2, lzma) would cost each run more than a
+    warm hook spends on its work."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, width if width is not None else _columns() - 2)
+
+
+def _columns() -> int:
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that exits 2 with a one-line message (it already does) and never 1."""
 
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
-def build_parser() -> argparse.ArgumentParser:
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; `only`: with that subcommand's parser alone (what a run of it needs, and all
+    its output and errors say is the same: the top level's usage names no command; a parser costs each run)."""
     parser = _Parser(prog="kvlint", description="Static invariant checker for vLLM KV-connector outputs.")
     parser.add_argument("--version", action="version", version=f"kvlint {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
+    if only in (None, "check"):
+        _add_check(commands)
+    if only in (None, "audit"):
+        _add_audit(commands)
+    if only in (None, "rules", "config", "explain", "server", "cache"):
+        _add_others(commands)
+    return parser
+
+
+def _add_check(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     check = commands.add_parser("check", help="report findings in files or directories (the pre-commit hook)")
     check.add_argument("--format", "--output-format", dest="format", choices=sorted(CHECK_FORMAT_NAMES),
                        default="text",
@@ -66,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="print a unified diff of what --fix would change, write nothing; exit 1 if there is any")
     _add_run_options(check)
 
+
+def _add_audit(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     audit = commands.add_parser("audit", help="inventory every output, connector-output read and sentinel use")
     audit.add_argument("--format", "--output-format", dest="format", choices=list(AUDIT_FORMAT_NAMES), default="text",
                        help="output format (default: text); --output-format is ruff's spelling")
@@ -78,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "(default), or `expand` them, one node per function")
     _add_run_options(audit)
 
+
+def _add_others(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     rules = commands.add_parser("rules", help="list every rule")
     rules.add_argument("--format", choices=("text", "markdown"), default="text", help="output format (default: text)")
     config = commands.add_parser("config", help="print the configuration in effect (every key, defaults included)")
@@ -97,7 +138,6 @@ def build_parser() -> argparse.ArgumentParser:
     cache = commands.add_parser("cache", help="manage the result cache: `kvlint cache clean` removes it")
     cache.add_argument("action", choices=("clean",), help="clean: remove every entry kvlint keeps there")
     cache.add_argument("--cache-dir", type=_directory, metavar="DIR", help="the cache (default: $KVLINT_CACHE_DIR)")
-    return parser
 
 
 def _codes(value: str) -> tuple[str, ...]:
@@ -149,9 +189,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if sys.stderr is not None:
             sys.stderr.write("kvlint: standard output is closed: the report is not shown\n")
         sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - for the rest of the process
-    if threading.current_thread() is not threading.main_thread():
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread (a caller's thread): no handler of ours
         return _main_reporting(argv)
-    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         try:
             return _main_reporting(argv)
@@ -184,15 +225,21 @@ def _main_reporting(argv: Sequence[str] | None) -> int:
     except Exception as exc:  # noqa: BLE001 - a kvlint bug: one line unless --verbose
         arguments = sys.argv[1:] if argv is None else list(argv)
         if "--verbose" in arguments or "-v" in arguments:
+            import traceback
+
             traceback.print_exc()
         summary = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
         sys.stderr.write(f"kvlint: internal error: {summary} (run with --verbose for the traceback)\n")
         return EXIT_USAGE
 
 
+_COMMANDS = ("check", "audit")  # what a run most often is: only its parser is built
+
+
 def _main(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(arguments[0] if arguments and arguments[0] in _COMMANDS else None)
+    args = parser.parse_args(arguments)
     if args.command == "rules":
         from kvlint.cli.rules import _rules
 

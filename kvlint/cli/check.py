@@ -7,7 +7,6 @@ import argparse
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kvlint.cli.shared import (
     EXIT_CLEAN,
@@ -26,17 +25,15 @@ from kvlint.cli.shared import (
     _warn_if_nothing_found,
 )
 from kvlint.config import Config, ConfigError, load_config
-from kvlint.report.formats import check_renderer
 from kvlint.report.safe_text import printable
 from kvlint.report.text import fix_only_summary, hidden_fixes
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm hook's cost)
 if TYPE_CHECKING:
     from kvlint.fixing.files import FileFix
 
 
 def _check(args: argparse.Namespace) -> int:
-    from kvlint.running.runner import run
-
     if any(str(path) == "-" for path in args.paths):
         return _check_stdin(args)
     if args.stdin_filename is not None:
@@ -45,13 +42,25 @@ def _check(args: argparse.Namespace) -> int:
     if config is None:
         return EXIT_USAGE
     baseline = _read_baseline(args)
-    result = run(args.paths, config, jobs=args.jobs, cache_dir=_cache_directory(args))
+    cache_dir = _cache_directory(args)
+    result = None
+    index_needed = args.fix or args.diff
+    if cache_dir is not None and not index_needed:  # a warm run: the findings, with no engine imported
+        from kvlint.running.run_record import replay
+
+        result = replay(args.paths, config, cache_dir, reports=False)
+    if result is None:
+        from kvlint.running.runner import run
+
+        result = run(args.paths, config, jobs=args.jobs, cache_dir=cache_dir, index_needed=index_needed)
     if not args.quiet:
         _warn_about_cache(result)
         _warn_if_nothing_found(args, result.files_found)
     reported = result.findings
     if args.report_unused_noqa:
         from kvlint.running.unused_noqa import unused_noqa
+
+        from kvlint.running.runner import run
 
         config = _with_unused_noqa(config)
         raw = run(args.paths, config, jobs=args.jobs, suppress=False)
@@ -228,12 +237,13 @@ def _fix_stdin(
 
 def _check_report(args: argparse.Namespace, findings: list, fixed: int | None = None) -> str:  # type: ignore[type-arg]
     """The text of `kvlint check`'s report in the chosen format (`fixed`: how many --fix repaired)."""
-    from kvlint.report.json import statistics_json
     from kvlint.report.text import as_text_report, statistics_text
 
     color = _use_color(args.color, args.output) if args.format == "text" else False
     if args.statistics:
         if args.format == "json":
+            from kvlint.report.json import statistics_json
+
             return statistics_json(findings)
         if args.format != "text":
             raise _UsageError(f"--statistics prints text or json, not {args.format}")
@@ -241,4 +251,6 @@ def _check_report(args: argparse.Namespace, findings: list, fixed: int | None = 
     if args.format == "text":
         return as_text_report(findings, color=color, show_source=args.show_source, summary=not args.quiet,
                               unsafe=args.unsafe_fixes, fixed=fixed)
+    from kvlint.report.formats import check_renderer
+
     return check_renderer(args.format)(findings)

@@ -7,10 +7,10 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kvlint.config import Config, ConfigError, load_config
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm hook's cost)
 if TYPE_CHECKING:
     from kvlint.running.runner import RunResult
 

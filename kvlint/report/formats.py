@@ -7,8 +7,8 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm hook's cost)
 if TYPE_CHECKING:
     from kvlint.findings import Finding
     from kvlint.report.audit import AuditReport

@@ -9,15 +9,14 @@ from __future__ import annotations
 import io
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
 
-from kvlint.findings import Finding
-from kvlint.report.rows import _SITE_LABELS, _codes_at, _deref_counts, _files_line, _Row, _rows, _test_policy
 from kvlint.report.safe_text import printable
-from kvlint.rules import RULES
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a warm hook's cost)
 if TYPE_CHECKING:
+    from kvlint.findings import Finding
     from kvlint.report.audit import AuditReport
+    from kvlint.report.rows import _Row
 
 
 def as_text(findings: Sequence[Finding], unsafe: bool = False) -> str:
@@ -162,6 +161,8 @@ def audit_text(report: AuditReport, color: bool = False, width: int | None = Non
     from rich.table import Table
     from rich.text import Text
 
+    from kvlint.report.rows import _codes_at, _files_line, _rows, _test_policy  # the audit's alone
+
     buffer = io.StringIO()
     console = Console(
         file=buffer, width=width or TEXT_WIDTH, force_terminal=color, color_system="auto" if color else None,
@@ -222,6 +223,9 @@ def _print_summary(console, report: AuditReport) -> None:  # type: ignore[no-unt
     from rich import box
     from rich.table import Table
     from rich.text import Text
+
+    from kvlint.report.rows import _SITE_LABELS, _deref_counts, _files_line
+    from kvlint.rules import RULES
 
     s = report.summary
     guarded, unguarded = _deref_counts(report)

@@ -17,6 +17,10 @@ subdirectory. An entry is at most `ENTRY_LIMIT` bytes and is checked field by
 field when decoded. When a run has written entries and the cache holds more
 than its size bound (`KVLINT_CACHE_MAX_MB`, default 256), the least recently
 used entries are removed; `kvlint cache clean` removes it all.
+
+A file's bytes are known by their `content_digest`; which files are unchanged since the last run with the
+same command line, so that they need not be read at all, is the run record's business
+(`kvlint.running.run_record`, kept in this cache's `runs/`).
 """
 
 from __future__ import annotations
@@ -27,26 +31,30 @@ import json
 import os
 import re
 import stat
-import sys
-from dataclasses import astuple, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import kvlint
 from kvlint.config import Config
-from kvlint.engine import FileReport
-from kvlint.findings import Finding
-from kvlint.fixing.model import Applicability, Edit, Fix
+from kvlint.running.codec import report_from_json, report_to_json, string
 from kvlint.running.private_dir import PrivateDir, UntrustedDirectory
+from kvlint.running.run_record import CACHE_FORMAT, salt
 from kvlint.rules import INTERNAL_ERROR
-from kvlint.sites import DerefTarget, SentinelUseKind, Site, SiteKind, Span
 from kvlint.binding.declarations import Declaration, declaration_from_json
-from kvlint.binding.tree_index import TreeIndex
 
-CACHE_FORMAT = 7  # bump when an entry's layout changes
+if TYPE_CHECKING:
+    from kvlint.binding.tree_index import TreeIndex
+    from kvlint.engine import FileReport
+
+__all__ = ["CACHE_FORMAT", "CachedFile", "ResultCache", "clean", "content_digest", "size_limit"]
 _TAG = (  # https://bford.info/cachedir/: backup tools skip a directory holding this file
     "Signature: 8a477f597d28d172789f06886806bc55\n# a cache directory written by kvlint\n"
 )
+
+
+def content_digest(data: bytes) -> str:
+    """The digest a file's bytes are known by (in its entry's key and in the run's record)."""
+    return hashlib.sha256(data).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -68,27 +76,19 @@ class ResultCache:
 
     def __init__(self, directory: Path, config: Config, everything: bool = False):
         self.directory = Path(directory)
-        salt = {
-            "format": CACHE_FORMAT,
-            "kvlint": f"{kvlint.__version__}+{kvlint.source_digest()}",
-            "python": sys.version,
-            "libcst": _libcst_version(),
-            "config": repr(config),
-            "everything": everything,
-        }
-        self.salt = json.dumps(salt, sort_keys=True)
+        self.salt = salt(config, everything)
         self.hits = 0
         self.written = 0
         self.problem = ""  # why the cache could not be used or written, once
         self._store: PrivateDir | None = None  # kvlint-vN, opened at first use
         self._buckets: dict[str, PrivateDir] = {}  # the two-hex-digit subdirectories opened so far
 
-    def file_key(self, display_path: str, module_name: str, is_package: bool, data: bytes) -> str:
-        """The key of one file's entry."""
-        digest = hashlib.sha256(self.salt.encode())
-        digest.update(json.dumps([display_path, module_name, is_package]).encode() + b"\0")
-        digest.update(data)
-        return digest.hexdigest()
+    def file_key(self, display_path: str, module_name: str, is_package: bool, data: bytes | None,
+                 digest: str | None = None) -> str:
+        """The key of one file's entry: from its bytes, or from their `content_digest` when known."""
+        digest = digest if digest is not None else content_digest(data or b"")
+        material = json.dumps([self.salt, display_path, module_name, is_package, digest])
+        return hashlib.sha256(material.encode()).hexdigest()
 
     @staticmethod
     def index_key(index: TreeIndex, extra_names: tuple[str, ...]) -> str:
@@ -107,7 +107,7 @@ class ResultCache:
         try:
             entry = json.loads(data)
             declarations = [declaration_from_json(item) for item in entry["declarations"]]
-            cached = CachedFile(declarations, _string(entry["index"]), dict(entry["report"]))
+            cached = CachedFile(declarations, string(entry["index"]), dict(entry["report"]))
         except Exception:  # noqa: BLE001 - damaged, too deep (RecursionError), out of range: a miss
             return None
         return cached
@@ -117,7 +117,7 @@ class ResultCache:
         if cached.index_key != index_key:
             return None
         try:
-            report = _report_from_json(cached.report)
+            report = report_from_json(cached.report)
         except Exception:  # noqa: BLE001 - any field of the wrong type or out of range: a miss
             return None
         self.hits += 1
@@ -129,6 +129,8 @@ class ResultCache:
         return cached.declarations if cached is not None else None
 
     def remember_declarations(self, key: str, declarations: list[Declaration]) -> None:
+        from kvlint.engine import FileReport
+
         self.remember(key, declarations, "", FileReport("<declarations>"))
 
     def remember(self, key: str, declarations: list[Declaration], index_key: str, report: FileReport) -> None:
@@ -138,7 +140,7 @@ class ResultCache:
         entry = {
             "declarations": [d.to_json() for d in declarations],
             "index": index_key,
-            "report": _report_to_json(report),
+            "report": report_to_json(report),
         }
         data = json.dumps(entry, separators=(",", ":")).encode()
         if len(data) > ENTRY_LIMIT:
@@ -162,7 +164,7 @@ class ResultCache:
         total = 0
         try:
             for name, status in store.entries():
-                if len(name) != 2 or not stat.S_ISDIR(status.st_mode):
+                if (len(name) != 2 and name != "runs") or not stat.S_ISDIR(status.st_mode):
                     continue
                 bucket = self._bucket(name)
                 if bucket is None:
@@ -191,6 +193,10 @@ class ResultCache:
         if self._store is not None:
             self._store.close()
             self._store = None
+
+    def runs(self) -> PrivateDir | None:
+        """The directory of run records (`kvlint.running.run_record`), made on first use."""
+        return self._bucket("runs")
 
     def _open(self) -> PrivateDir | None:
         """The directory of this cache format, made on first use with a CACHEDIR.TAG and a .gitignore."""
@@ -248,121 +254,3 @@ def clean(directory: Path) -> list[str]:
                 named.remove(name)
                 removed.append(os.path.join(named.shown, name))
     return removed
-
-
-def _libcst_version() -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version("libcst")
-    except metadata.PackageNotFoundError:  # pragma: no cover - libcst is a dependency
-        return "unknown"
-
-
-def _report_to_json(report: FileReport) -> dict[str, Any]:
-    return {
-        "path": report.display_path,
-        "analysed": report.analysed,
-        "sites": [_site_to_json(site) for site in report.sites],
-        "findings": [_finding_to_json(finding) for finding in report.findings],
-    }
-
-
-def _report_from_json(data: dict[str, Any]) -> FileReport:
-    """Decode a report, checking every field's type and range: a damaged entry must not reach the output."""
-    if type(data["analysed"]) is not bool:
-        raise TypeError("analysed")
-    return FileReport(
-        _string(data["path"]),
-        sites=tuple(_site_from_json(site) for site in data["sites"]),
-        findings=tuple(_finding_from_json(finding) for finding in data["findings"]),
-        analysed=data["analysed"],
-    )
-
-
-_LARGEST_NUMBER = 2**31  # lines and columns of a file kvlint reads fit easily
-
-
-def _string(value: object) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"not a string: {value!r:.40}")
-    return value
-
-
-def _number(value: object) -> int:
-    if type(value) is not int or not 0 <= value < _LARGEST_NUMBER:
-        raise ValueError(f"not a line or column number: {value!r:.40}")
-    return value
-
-
-def _finding_to_json(finding: Finding) -> list[Any]:
-    def encoded(value: object) -> object:
-        if isinstance(value, Fix):
-            return [value.title, value.applicability.value, [list(astuple(edit)) for edit in value.edits]]
-        return value
-
-    return [encoded(getattr(finding, f.name)) for f in fields(Finding)]
-
-
-def _fix_from_json(value: object) -> Fix | None:
-    if value is None:
-        return None
-    title, applicability, edits = value  # type: ignore[misc]
-    return Fix(
-        _string(title),
-        Applicability(applicability),
-        tuple(_edit_from_json(edit) for edit in edits),
-    )
-
-
-def _edit_from_json(value: list[Any]) -> Edit:
-    if len(value) != 5:
-        raise ValueError(f"not an edit: {value!r:.40}")
-    return Edit(*map(_number, value[:4]), _string(value[4]))
-
-
-def _finding_from_json(row: list[Any]) -> Finding:
-    checks = {"str": _string, "int": _number, "Fix | None": _fix_from_json}
-    return Finding(*(checks[f.type](value) for f, value in zip(fields(Finding), row, strict=True)))
-
-
-def _optional(kind: type) -> Any:
-    def check(value: object) -> object:
-        return None if value is None else kind(value)
-    return check
-
-
-def _flag(value: object) -> bool:
-    if type(value) is not bool:
-        raise TypeError(f"not a boolean: {value!r:.40}")
-    return value
-
-
-_SITE_FIELDS: dict[str, Any] = {
-    "SiteKind": SiteKind,
-    "Span": lambda value: Span(*(_number(number) for number in value)),
-    "str": _string,
-    "bool": _flag,
-    "bool | None": lambda value: None if value is None else _flag(value),
-    "DerefTarget | None": _optional(DerefTarget),
-    "SentinelUseKind | None": _optional(SentinelUseKind),
-    "Span | None": lambda value: None if value is None else Span(*(_number(number) for number in value)),
-    "tuple[str, ...]": lambda value: tuple(_string(name) for name in value),
-}
-
-
-def _site_to_json(site: Site) -> dict[str, Any]:
-    data = {f.name: getattr(site, f.name) for f in fields(Site)}
-    data["span"] = [site.span.line, site.span.column, site.span.end_line, site.span.end_column]
-    if site.operand_span is not None:
-        data["operand_span"] = list(astuple(site.operand_span))
-    for name in ("candidates", "proven_candidates"):
-        data[name] = list(data[name])
-    for name in ("kind", "deref_target", "sentinel_use"):
-        data[name] = data[name].value if data[name] is not None else None
-    return data
-
-
-def _site_from_json(data: dict[str, Any]) -> Site:
-    known = {f.name: _SITE_FIELDS[f.type] for f in fields(Site)}
-    return Site(**{name: known[name](value) for name, value in data.items()})

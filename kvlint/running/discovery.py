@@ -89,10 +89,14 @@ def is_skipped_directory(path: str, name: str) -> bool:
 
 
 def iter_python_files(
-    paths: Sequence[Path], config: Config
+    paths: Sequence[Path], config: Config, listed: list[str] | None = None
 ) -> Iterator[SourceFile | UnreadablePath]:
-    """Yield the files to check under `paths`, and the paths that cannot be checked."""
-    walker = _Walker(config)
+    """Yield the files to check under `paths`, and the paths that cannot be checked.
+
+    `listed`, when given, gets every directory whose entries decided what was yielded (those listed, and
+    those skipped for holding a `pyvenv.cfg`): the result cache's record of a run checks that they are unchanged.
+    """
+    walker = _Walker(config, listed)
     for given in paths or [Path(os.curdir)]:
         path = os.fspath(given)
         if config.is_excluded(Path(path)):
@@ -112,10 +116,11 @@ class _Walker:
     component) and `relpath`: on vLLM's 3,231 files that is most of discovery.
     """
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, listed: list[str] | None = None) -> None:
         self.config = config
         self.seen: set[str] = set()
         self.walked: set[str] = set()
+        self.listed = listed
 
     def emit(
         self, path: str, info: os.stat_result | None, reason: str, key: str = "", shown: str = ""
@@ -161,6 +166,8 @@ class _Walker:
         except OSError as exc:
             yield UnreadablePath(Path(directory), shown, _reason(exc))
             return
+        if self.listed is not None:
+            self.listed.append(directory)
         stack.append((real, shown, iter(entries)))
 
     def _excluded(self, path: str) -> bool:
@@ -182,7 +189,13 @@ class _Walker:
                 yield from self.emit(entry.path, None, _reason(exc), shown=shown)
             return False
         if is_dir:
-            return not is_skipped_directory(entry.path, entry.name) and not self._excluded(entry.path)
+            if self._excluded(entry.path):
+                return False
+            if is_skipped_directory(entry.path, entry.name):
+                if self.listed is not None and entry.name not in SKIPPED_DIRECTORIES:
+                    self.listed.append(entry.path)  # its `pyvenv.cfg` decided: a change inside must be seen
+                return False
+            return True
         if not entry.name.endswith(PYTHON_SUFFIXES) or self._excluded(entry.path):
             return False
         if is_link:

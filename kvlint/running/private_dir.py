@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
-import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -121,7 +119,7 @@ class PrivateDir:
 
     def write(self, name: str, data: bytes) -> None:
         """Replace entry `name` atomically: a new 0600 file, renamed over it (a rename never follows a symlink)."""
-        temporary = f".{name}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
+        temporary = f".{name}.{os.getpid()}-{os.urandom(4).hex()}.tmp"
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | _NOFOLLOW, 0o600,
                      dir_fd=self.fd)
         try:
@@ -148,6 +146,8 @@ class PrivateDir:
         """Remove entry `name`; a directory is removed with everything in it, without following symlinks."""
         status = os.stat(name, dir_fd=self.fd, follow_symlinks=False)
         if stat.S_ISDIR(status.st_mode):
+            import shutil
+
             shutil.rmtree(name, dir_fd=self.fd)
         else:
             os.unlink(name, dir_fd=self.fd)

@@ -10,7 +10,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,28 +25,15 @@ from kvlint.rules import INTERNAL_ERROR, UNREADABLE
 from kvlint.binding.declarations import Declaration
 from kvlint.binding.module_resolution import imported_declarations_for
 from kvlint.binding.tree_index import TreeIndex
+from kvlint.running.run_record import FileRow, Record, RunResult, current_key, replay, settled
 from kvlint.running.worker_pool import STILL_READING, WorkerPool
 from kvlint.running.worker_pool import shared as shared_with_workers
 
 if TYPE_CHECKING:
+    from kvlint.binding.search_path import SearchPath
     from kvlint.running.cache import CachedFile, ResultCache
 
 PARALLEL_THRESHOLD = 4  # below this many files found, worker start-up costs more than it saves
-
-
-@dataclass
-class RunResult:
-    """Everything one run learnt, in a deterministic order."""
-
-    reports: list[FileReport] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    files_found: int = 0  # files that discovery yielded (including unreadable ones)
-    files_analysed: int = 0  # files that went through the flow analysis
-    seconds: float = 0.0
-    cache_hits: int = 0  # reports reused from the cache directory
-    cache_problem: str = ""  # why results could not be stored there
-    pool_problem: str = ""  # why fewer worker processes ran than asked for
-    index: TreeIndex | None = None  # the tree index the files were analysed with (`--fix` analyses with it again)
 
 
 def default_jobs() -> int:
@@ -60,7 +47,7 @@ def default_jobs() -> int:
 def run(
     paths: Sequence[Path], config: Config, jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None, everything: bool = False,
-    cache_dir: Path | None = None, suppress: bool = True,
+    cache_dir: Path | None = None, suppress: bool = True, index_needed: bool = False,
 ) -> RunResult:
     """Check every Python file under `paths` with `config`.
 
@@ -75,22 +62,34 @@ def run(
     corpus run and fuzzing use it to exercise the parser and the flow analysis).
     `cache_dir` reuses and stores per-file results there (`kvlint.running.cache`); a
     file whose entry matches is neither parsed nor analysed.
+    With a cache, the run's record (`kvlint.running.run_record`) is read first: when nothing the last run
+    with this command line read has changed, its result is the answer (without the tree index, so not
+    when `index_needed`); else the files whose status is unchanged are not read, their digests and scan
+    facts are the record's, and a new record is written at the end.
     `suppress=False` keeps what `# noqa`, select/ignore and per-file-ignores would drop
     (`--report-unused-noqa` compares the two); such a run uses no cache.
     """
     started = time.perf_counter()
+    if cache_dir is not None and suppress and not index_needed:
+        replayed = replay(paths, config, cache_dir, everything)
+        if replayed is not None:
+            replayed.seconds = time.perf_counter() - started
+            return replayed
+    seen_ns = time.time_ns()  # what a status recorded in this run is settled against
     jobs = jobs or default_jobs()
     result = RunResult()
-    entries = list(iter_python_files(paths, config))
+    cache = _RunCache.open(cache_dir, config, everything, paths, seen_ns) if cache_dir is not None and suppress \
+        else None
+    listed: list[str] | None = [] if cache is not None else None
+    entries = list(iter_python_files(paths, config, listed))
     result.files_found = len(entries)
     names = EVERYTHING if everything else config.names()
     unreadable: list[Finding] = []
     skipped: list[tuple[SourceFile, bytes]] = []
-    cache = _RunCache.open(cache_dir, config, everything) if cache_dir is not None and suppress else None
     relevant: Iterable[tuple[SourceFile, bytes, Config, tuple[str, ...]] | object] = (  # read and scanned
-        (source, data, config, names) if _is_relevant(source, data, names, skipped, unreadable)  # as the workers
-        else STILL_READING  # parse what it found: a skipped file lets the pool hand out what waits
-        for source, data in _read(entries, unreadable)
+        (source, data, config, names) if _is_relevant(source, data, names, skipped, unreadable, cache)  # as the
+        else STILL_READING  # workers parse what it found: a skipped file lets the pool hand out what waits
+        for source, data in _read(entries, unreadable, cache)
     )
     if cache is not None:
         relevant = cache.unknown(relevant)
@@ -100,12 +99,16 @@ def run(
         declarations = [entry for p in prepared for entry in p.declarations]
         if cache is not None:
             declarations += cache.recalled_declarations()
-        declarations += imported_declarations_for(declarations, config, paths, skipped,
-                                                  cache.store if cache is not None else None)
+        if cache is not None:
+            declarations += cache.imported_declarations(declarations, config, paths, skipped)
+        else:
+            declarations += imported_declarations_for(declarations, config, paths, skipped)
         texts = [p.text for p in prepared]
         if cache is not None:
-            texts += cache.recalled_texts()
-        build = IndexBuild(declarations, skipped, config, texts)
+            prepared_texts = texts
+            texts = lambda: [*prepared_texts, *cache.recalled_texts()]  # noqa: E731 - read only if asked
+        build = IndexBuild(declarations, skipped, config, texts,
+                           recorded=cache.recorded_scan() if cache is not None else None, keep_facts=cache is not None)
         # what the files are analysed with is the index of the relevant files' declarations: while the first
         # worker analyses, this process reads the skipped files for what could change it (rarely anything)
         index = build.provisional
@@ -146,6 +149,7 @@ def run(
     result.findings = sorted(finding for report in reports for finding in report.findings)
     result.files_analysed = sum(report.analysed for report in reports)
     if cache is not None:
+        cache.write_record(entries, listed or [], build, result)
         if cache.store.written:
             cache.store.prune()
         cache.store.close()
@@ -177,20 +181,99 @@ class _Analysis:
     unprepared: tuple[SourceFile, bytes, tuple[str, ...]] | None = None
 
 
-class _RunCache:
-    """One run's use of a `ResultCache`: which files it recalled, and the keys of those it works out."""
+class _Unread:
+    """A file whose status is the one the run's record holds, settled: its bytes are the record's digest, and
+    are read only if some step needs them after all (a cached entry gone, a scan the record cannot answer)."""
 
-    def __init__(self, store: ResultCache):
+    __slots__ = ("source", "row", "_data", "changed")
+
+    def __init__(self, source: SourceFile, row: FileRow):
+        self.source, self.row = source, row
+        self._data: bytes | None = None
+        self.changed = False  # read, and not the bytes the digest stands for (changed since its status)
+
+    def read(self) -> bytes:
+        if self._data is None:
+            from kvlint.running.cache import content_digest
+
+            try:
+                self._data = read_source(self.source.path)
+            except OSError:
+                self._data = b""
+            self.changed = content_digest(self._data) != self.row.digest
+        return self._data
+
+
+def _bytes(data: bytes | _Unread) -> bytes:
+    return data.read() if isinstance(data, _Unread) else data
+
+
+def _size(data: bytes | _Unread) -> int:
+    return data.row.key[2] if isinstance(data, _Unread) else len(data)
+
+
+class _RunCache:
+    """One run's use of a `ResultCache` and of its record: which files it recalled, the keys of those it works
+    out, and the rows of the record it writes at the end (`kvlint.running.run_record`)."""
+
+    def __init__(self, store: ResultCache, material: str, seen_ns: int):
+        from kvlint.running.run_record import read_record, record_name
+
         self.store = store
         self.index_key = ""
         self.keys: dict[str, str] = {}  # display path -> entry key
-        self.recalled: dict[str, tuple[SourceFile, bytes, tuple[str, ...], CachedFile]] = {}  # by display path
+        self.recalled: dict[str, tuple[SourceFile, bytes | _Unread, tuple[str, ...], CachedFile]] = {}
+        self.material, self.name, self.seen_ns = material, record_name(material), seen_ns
+        runs = store.runs()
+        self.record: Record | None = read_record(runs, self.name, material) if runs is not None else None
+        self.old_rows = self.record.by_path() if self.record is not None else {}
+        self.rows: dict[str, FileRow] = {}  # path -> this run's row
+        self.unread: list[_Unread] = []
+        self.roots: list[str] | None = None
+        self.externals: list[tuple[str, list[int] | None]] = []
+        self.imports: tuple[str, list[object]] | None = None
+        self.search: SearchPath | None = None
 
     @classmethod
-    def open(cls, directory: Path, config: Config, everything: bool) -> _RunCache:
+    def open(cls, directory: Path, config: Config, everything: bool, paths: Sequence[Path],
+             seen_ns: int) -> _RunCache:
         from kvlint.running.cache import ResultCache  # only a run that asks for a cache pays for its imports
+        from kvlint.running.run_record import record_material
 
-        return cls(ResultCache(directory, config, everything))
+        store = ResultCache(directory, config, everything)
+        return cls(store, record_material(store.salt, paths, True), seen_ns)
+
+    def known(self, source: SourceFile) -> _Unread | None:
+        """The file as the record knows it, if its status is the recorded one and settled; else None, and the
+        status (taken before its bytes are read) goes into this run's row."""
+        path = os.fspath(source.path)
+        key = current_key(path)
+        row = self.old_rows.get(path)
+        if row is not None and self.record is not None and key == row.key and settled(key, self.record.seen):
+            self.rows[path] = FileRow(path, source.display_path, row.key, row.digest, row.relevant,
+                                      row.undecodable, row.caller, list(row.named))
+            unread = _Unread(source, row)
+            self.unread.append(unread)
+            return unread
+        if key is not None:
+            self.rows[path] = FileRow(path, source.display_path, key, "", False, False, False, [])
+        return None
+
+    def read_now(self, source: SourceFile, data: bytes) -> None:
+        from kvlint.running.cache import content_digest
+
+        row = self.rows.get(os.fspath(source.path))
+        if row is not None:
+            row.digest = content_digest(data)
+
+    def row(self, source: SourceFile) -> FileRow | None:
+        return self.rows.get(os.fspath(source.path))
+
+    def digest(self, source: SourceFile, data: bytes | _Unread) -> str | None:
+        if isinstance(data, _Unread):
+            return data.row.digest
+        row = self.row(source)
+        return row.digest if row is not None and row.digest else None
 
     def unknown(self, items: Iterable[Any]) -> Iterator[Any]:
         """The items whose file has no cache entry; the others are set aside as recalled."""
@@ -199,21 +282,68 @@ class _RunCache:
                 yield item
                 continue
             source, data, config, names = item
-            key = self.store.file_key(source.display_path, *module_name_for(source.path), data)
-            self.keys[source.display_path] = key
+            module = module_name_for(source.path)
+            key = self.store.file_key(source.display_path, *module, _bytes(data) if not isinstance(data, _Unread)
+                                      else None, self.digest(source, data))
             cached = self.store.recall(key)
             if cached is None:
+                original, data = data, _bytes(data)
+                if isinstance(original, _Unread) and original.changed:  # not the bytes its digest stands for
+                    key = self.store.file_key(source.display_path, *module, data)
+                self.keys[source.display_path] = key
                 yield source, data, config, names
             else:
+                self.keys[source.display_path] = key
                 self.recalled[source.display_path] = (source, data, names, cached)
 
     def recalled_texts(self) -> list[str]:
         """The sources of the files recalled so far (connector callees are counted in them)."""
-        return [data.decode("utf-8", "replace") for _, data, *_ in self.recalled.values()]
+        return [_bytes(data).decode("utf-8", "replace") for _, data, *_ in self.recalled.values()]
 
     def recalled_declarations(self) -> list[Declaration]:
         """The declarations of the files recalled so far (the tree index is built from them)."""
         return [entry for *_, cached in self.recalled.values() for entry in cached.declarations]
+
+    def recorded_scan(self) -> tuple[list[str], list[str]] | None:
+        """The names the recorded run scanned the skipped files for (what their rows' facts answer)."""
+        return (self.record.wanted, self.record.unseen) if self.record is not None else None
+
+    def imported_declarations(self, declarations: list[Declaration], config: Config, paths: Sequence[Path],
+                              skipped: list[tuple[SourceFile, bytes | _Unread]]) -> list[Declaration]:
+        """`imported_declarations_for`, or the record's answer when it was asked the same and nothing the search
+        path consulted for it has changed."""
+        import hashlib
+        import json
+
+        from kvlint.binding.declarations import declaration_from_json
+        from kvlint.binding.search_path import run_search_path
+
+        named = {os.path.abspath(path) for path in paths}
+        named_skipped = [(source, data) for source, data in skipped if os.path.abspath(source.path) in named]
+        facts = [[d.to_json() for d in declarations], [self.digest(s, d) for s, d in named_skipped],
+                 [os.path.abspath(path) for path in paths]]
+        fingerprint = hashlib.sha256(json.dumps(facts, default=repr).encode()).hexdigest()
+        self.search = run_search_path(config, paths)
+        self.roots = [str(root) for root in self.search.roots]
+        record = self.record
+        if (record is not None and record.imports is not None and record.imports[0] == fingerprint
+                and record.roots == self.roots
+                and all(key is None and current_key(path) is None
+                        or settled(key, record.seen) and current_key(path) == key
+                        for path, key in record.externals)):
+            try:
+                found = [declaration_from_json(item) for item in record.imports[1]]
+            except Exception:  # noqa: BLE001 - a damaged record: ask again
+                found = None
+            if found is not None:
+                self.externals = list(record.externals)
+                self.imports = record.imports
+                self.search = None
+                return found
+        found = imported_declarations_for(declarations, config, paths,
+                                          [(s, _bytes(d)) for s, d in named_skipped], self.store, self.search)
+        self.imports = (fingerprint, [d.to_json() for d in found])
+        return found
 
     def reports_for(self, index_key: str) -> tuple[list[FileReport], list[_Analysis]]:
         """The recalled files' reports made with this tree index, and the others to analyse again."""
@@ -225,7 +355,7 @@ class _RunCache:
             if report is not None:
                 reused.append(report)
             else:
-                stale.append(_Analysis(source.display_path, len(data), unprepared=(source, data, names)))
+                stale.append(_Analysis(source.display_path, _size(data), unprepared=(source, _bytes(data), names)))
         return reused, stale
 
     def remember(self, work: list[_Analysis], reports: list[FileReport]) -> None:
@@ -236,18 +366,72 @@ class _RunCache:
             )
             self.store.remember(self.keys[item.display_path], declarations, self.index_key, report)
 
+    def write_record(self, entries: list[SourceFile | UnreadablePath], listed: list[str], build: IndexBuild,
+                     result: RunResult) -> None:
+        """The record of this run, for the next one with the same command line: written unless a file could
+        not be read, changed while it was read, or an analysis failed."""
+        from kvlint.running.codec import finding_to_json, report_to_json
+        from kvlint.running.run_record import write_record
+
+        if self.store.problem or any(isinstance(e, UnreadablePath) for e in entries) \
+                or any(u.changed for u in self.unread) or any(f.code == INTERNAL_ERROR for f in result.findings):
+            return
+        rows = []
+        for entry in entries:
+            row = self.rows.get(os.fspath(entry.path))
+            if row is None or not row.digest:
+                return
+            facts = build.facts.get(entry.display_path)
+            if facts is not None:
+                row.caller, row.named = facts
+            rows.append(row)
+        if self.search is not None:
+            found, directories = self.search.consulted()
+            self.externals = [(os.fspath(path), current_key(os.fspath(path))) for path in found]
+            self.externals += [(directory, current_key(directory)) for directory in directories]
+        import secrets
+
+        record = Record(
+            seen=self.seen_ns, dirs=[(directory, current_key(directory)) for directory in listed], files=rows,
+            wanted=list(build.wanted), unseen=list(build.unseen_asked), roots=self.roots, externals=self.externals,
+            imports=self.imports, findings=[finding_to_json(f) for f in result.findings],
+            files_found=result.files_found, files_analysed=result.files_analysed, token=secrets.token_hex(8),
+        )
+        runs = self.store.runs()
+        if runs is None:
+            return
+        try:
+            write_record(runs, self.name, self.material, record, [report_to_json(r) for r in result.reports])
+        except OSError:
+            pass
+
 
 def _is_relevant(
-    source: SourceFile, data: bytes, names: Sequence[str],
-    skipped: list[tuple[SourceFile, bytes]], unreadable: list[Finding],
+    source: SourceFile, data: bytes | _Unread, names: Sequence[str],
+    skipped: list[tuple[SourceFile, bytes]], unreadable: list[Finding], cache: _RunCache | None = None,
 ) -> bool:
-    """The byte scan; a file it skips is kept for the index, and said if it cannot even be decoded."""
+    """The byte scan; a file it skips is kept for the index, and said if it cannot even be decoded. A file the
+    run's record knows is not scanned: the record says."""
+    if isinstance(data, _Unread):
+        if data.row.relevant:
+            return True
+        skipped.append((source, data))  # type: ignore[arg-type] # its bytes are read if a step needs them
+        if data.row.undecodable:
+            problem = encoding_problem(data.read(), source.display_path)
+            if problem is not None:
+                unreadable.append(problem)
+        return False
+    row = cache.row(source) if cache is not None else None
     if mentions_any(data, names):
+        if row is not None:
+            row.relevant = True
         return True
     skipped.append((source, data))
     problem = encoding_problem(data, source.display_path)
     if problem is not None:
         unreadable.append(problem)
+        if row is not None:
+            row.undecodable = True
     return False
 
 
@@ -299,18 +483,26 @@ def index_tree(paths: Sequence[Path], config: Config) -> tuple[TreeIndex, frozen
 
 
 def _read(
-    entries: Iterable[SourceFile | UnreadablePath], unreadable: list[Finding]
+    entries: Iterable[SourceFile | UnreadablePath], unreadable: list[Finding], cache: _RunCache | None = None,
 ) -> Iterator[tuple[SourceFile, bytes]]:
-    """The bytes of each file; a KVC901 in `unreadable` for each that cannot be read."""
+    """The bytes of each file; a KVC901 in `unreadable` for each that cannot be read. With a cache, a file
+    whose status its record holds, settled, is not read (`_Unread`)."""
     for entry in entries:
         if isinstance(entry, UnreadablePath):
             unreadable.append(_unreadable(entry.display_path, entry.reason))
             continue
+        if cache is not None:
+            known = cache.known(entry)
+            if known is not None:
+                yield entry, known  # type: ignore[misc]
+                continue
         try:
             data = read_source(entry.path)
         except OSError as exc:
             unreadable.append(_unreadable(entry.display_path, (exc.strerror or str(exc)).lower()))
             continue
+        if cache is not None:
+            cache.read_now(entry, data)
         yield entry, data
 
 
@@ -340,29 +532,53 @@ class IndexBuild:
     _STEP_BYTES = 1 << 20  # the scan hands control back after about this many bytes (about 0.3 ms)
 
     def __init__(self, entries: list[Declaration], skipped: list[tuple[SourceFile, bytes]], config: Config,
-                 relevant_texts: Sequence[str] = ()):
+                 relevant_texts: Sequence[str] | Callable[[], Sequence[str]] = (),
+                 recorded: tuple[list[str], list[str]] | None = None, keep_facts: bool = False):
+        """`relevant_texts` may be a function giving them (called only when they are needed). `recorded`: a
+        run's record (`kvlint.running.run_record`): the names its rows' scan facts answer; `keep_facts`: keep
+        each skipped file's facts in `facts`, in full, for the next record."""
         self.entries, self.skipped, self.config = entries, skipped, config
         self.provisional = TreeIndex(entries, payload_classes=config.payload_classes)
-        self.path_only = (
-            self.provisional.path_only_callees(relevant_texts) if self.provisional.callee_candidates() else {}
-        )
+        if self.provisional.callee_candidates():
+            texts = relevant_texts() if callable(relevant_texts) else relevant_texts
+            self.path_only = self.provisional.path_only_callees(texts)
+        else:
+            self.path_only = {}
         self.provisional.settle_connector_callees(self.path_only, ())  # as if no skipped file named one
         self.callers: list[tuple[SourceFile, bytes]] = []
         self.named_elsewhere: set[str] = set()
+        self.recorded, self.keep_facts = recorded, keep_facts
+        self.facts: dict[str, tuple[bool, list[str]]] = {}  # display path -> (a caller, the unseen names it holds)
+        self.wanted: tuple[str, ...] = ()
+        self.unseen_asked: list[str] = []
 
     def scan_skipped(self) -> Iterator[None]:
         """Read the skipped files for callers and for the path-only callees' names, yielding between steps."""
-        wanted = caller_names(self.provisional, self.config)
+        wanted = self.wanted = caller_names(self.provisional, self.config)
         unseen = sorted({call.lstrip(".").encode() for call in self.path_only})
+        self.unseen_asked = [name.decode() for name in unseen]
+        keep = self.keep_facts  # each file's facts in full, for the record
+        answered = (self.recorded is not None and list(wanted) == self.recorded[0]
+                    and set(self.unseen_asked) <= set(self.recorded[1]))
+        asked = set(self.unseen_asked)
         step = 0
         for source, data in self.skipped:
-            if wanted and mentions_any(data, wanted):
-                self.callers.append((source, data))
-            if unseen:  # most runs have none: a callee of the relevant files' paths is rarely named elsewhere
+            row = getattr(data, "row", None)  # a file the record knows (`_Unread`)
+            if answered and row is not None:
+                caller, named_names = row.caller, [name for name in row.named if name in asked]
+            else:
+                data = _bytes(data)
+                caller = bool(wanted) and mentions_any(data, wanted)
                 named = [name for name in unseen if name in data]
-                self.named_elsewhere.update(name.decode() for name in named)
-                unseen = [name for name in unseen if name not in named]
-            step += len(data)
+                named_names = [name.decode() for name in named]
+                if not keep:
+                    unseen = [name for name in unseen if name not in named]
+                step += len(data)
+            if caller:
+                self.callers.append((source, data))
+            self.named_elsewhere.update(named_names)
+            if keep:
+                self.facts[source.display_path] = (caller, named_names)
             if step >= self._STEP_BYTES:
                 step = 0
                 yield
@@ -378,7 +594,8 @@ class IndexBuild:
         if self.provisional.optional_method_names:
             names = sorted(self.provisional.optional_method_names)
             pattern = re.compile(rb"\bdef\s+(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b")
-            elsewhere = {match.group(1).decode() for _, data in self.callers for match in pattern.finditer(data)}
+            elsewhere = {match.group(1).decode() for _, data in self.callers
+                         for match in pattern.finditer(_bytes(data))}
         if not elsewhere and not self.named_elsewhere:
             return self.provisional, False
         index = TreeIndex(self.entries, elsewhere, self.config.payload_classes)
