@@ -19,12 +19,12 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 # (start line, start column, end line, end column): lines 1-based, columns 0-based, as libcst's CodeRange
-Span = tuple[int, int, int, int]
+NodeRange = tuple[int, int, int, int]  # not `sites.Span`, the class findings carry: a plain tuple
 
 _NEWLINE = re.compile(r"\r\n?|\n")
 
 
-def node_spans(module: cst.Module) -> dict[cst.CSTNode, Span]:
+def node_spans(module: cst.Module) -> dict[cst.CSTNode, NodeRange]:
     """Return the syntactic span of every node of `module` (what `PositionProvider` gives)."""
     state = _PositionState(default_indent=module.default_indent, default_newline=module.default_newline)
     module._codegen(state)
@@ -41,7 +41,7 @@ class _PositionState(CodegenState):
         self.line = 1
         self.column = 0
         self.starts: list[tuple[int, int]] = []
-        self.spans: dict[cst.CSTNode, Span] = {}
+        self.spans: dict[cst.CSTNode, NodeRange] = {}
 
     def add_indent_tokens(self) -> None:
         for token in self.indent_tokens:
