@@ -137,25 +137,13 @@ def _contains(outer: cst.CSTNode, node: cst.CSTNode) -> bool:
 
 
 def _identity_check_in_module(context: FixContext, sentinels: tuple[str, ...], function: cst.FunctionDef) -> int:
-    """The line of an `is` / `is not` comparison with the sentinel outside `function`, 0 when there is none."""
-    import libcst as cst
-
+    """The line of an `is` / `is not` comparison with the sentinel outside `function`, 0 when there is none (the
+    module's comparisons are found once per file, not once per finding)."""
     from kvlint.fixing.context import dotted_name
 
-    stack: list[cst.CSTNode] = [context.module]
-    while stack:
-        current = stack.pop()
-        if current is function:
-            continue
-        if isinstance(current, cst.Comparison):
-            operands = [current.left, *(target.comparator for target in current.comparisons)]
-            for index, target in enumerate(current.comparisons):
-                if isinstance(target.operator, (cst.Is, cst.IsNot)) and any(
-                    _is_sentinel(context, dotted_name(side) or "", sentinels) for side in operands[index : index + 2]
-                ):
-                    return context.span(current).line
-        stack.extend(current.children)
-    return 0
+    return context.identity_comparison_outside(
+        function, ("sentinels", sentinels), lambda side: _is_sentinel(context, dotted_name(side) or "", sentinels)
+    )
 
 
 _IN_PLACE_METHODS = frozenset(
