@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from kvlint.binding.names import first_line, matches
 
 COPY_MODULE = "copy"
-BATCH_CHARACTERS = 1 << 18  # about 256 KB of source per `ast.parse`: a large file's tree is never whole
+BATCH_CHARACTERS = 1 << 16  # about 64 KB of source per `ast.parse`: a large file's tree is never whole
 
 
 class Unparsable(Exception):
