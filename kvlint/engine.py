@@ -570,12 +570,16 @@ def _unsuppressed(
     applies even with `noqa=False` (a host such as flake8 applies the rest itself), and
     `select` does not re-enable what it silences.
     """
-    ignored = tuple(config.silenced_for(Path(prepared.display_path)))
+    ignored: tuple[str, ...] | None = None  # asked at the first finding: a clean file never matches its path
     noqa_lines: NoqaLines | None = None
     has_noqa = noqa and bool(prepared.lines) and "noqa" in prepared.text.lower()  # once per file, not per finding
     kept = []
     for finding in findings:
-        if not config.is_enabled(finding.code) or finding.code.startswith(ignored):
+        if not config.is_enabled(finding.code):
+            continue
+        if ignored is None:
+            ignored = tuple(config.silenced_for(Path(prepared.display_path)))
+        if finding.code.startswith(ignored):
             continue
         if has_noqa:
             if noqa_lines is None:

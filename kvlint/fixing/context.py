@@ -29,6 +29,9 @@ from kvlint.sites import Span
 if TYPE_CHECKING:
     from kvlint.fixing.units import FileFixes
 
+# a statement's spans, and its nodes' parents and children by id() (`kvlint.fixing.positions.node_tree`)
+Tree = tuple[dict[cst.CSTNode, tuple[int, int, int, int]], dict[int, cst.CSTNode], dict[int, list[cst.CSTNode]]]
+
 SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
@@ -58,10 +61,7 @@ class NoFix(Exception):
 class FixContext:
     """The code around a finding (its top-level statement), in the file's coordinates."""
 
-    def __init__(
-        self, module: cst.Module, spans: dict[cst.CSTNode, tuple[int, int, int, int]], line_map: Sequence[int],
-        file: FileFixes,
-    ) -> None:
+    def __init__(self, module: cst.Module, tree: Tree, line_map: Sequence[int], file: FileFixes) -> None:
         self.module = module  # the top-level statement the finding is in (`kvlint.fixing.units`)
         self.line_map = line_map
         self.lines = file.lines
@@ -70,9 +70,9 @@ class FixContext:
         self.config = file.config
         self.module_name = file.module_name
         self._file = file
-        self._spans = spans
+        self._spans, self._parents, self._children = tree  # the statement's spans and shape (`node_tree`)
         self._by_span: dict[Span, list[cst.CSTNode]] | None = None
-        self._parents: dict[int, cst.CSTNode] | None = None
+        self._by_raw: dict[tuple[int, int, int, int], list[cst.CSTNode]] | None = None
         self._comments: list[tuple[Span, str]] | None = None
         self._comment_starts: list[tuple[int, int]] = []
         self._comment_start_set: set[tuple[int, int]] = set()
@@ -92,11 +92,27 @@ class FixContext:
 
     def nodes_at(self, span: Span, kind: type | tuple[type, ...] = cst.CSTNode) -> list[cst.CSTNode]:
         """The nodes of type `kind` that lie exactly at `span`, outermost first."""
-        if self._by_span is None:
-            self._by_span = {}
-            for node in self._spans:
-                self._by_span.setdefault(self.span(node), []).append(node)
-        return [node for node in self._by_span.get(span, ()) if isinstance(node, kind)]
+        line, end_line = self._raw_line(span.line), self._raw_line(span.end_line)
+        if line is None or end_line is None:
+            return []
+        if end_line < len(self.line_map):  # the statement's own lines: one span of libcst's each
+            if self._by_raw is None:
+                self._by_raw = {}
+                for node, where in self._spans.items():
+                    self._by_raw.setdefault(where, []).append(node)
+            found = self._by_raw.get((line, span.column, end_line, span.end_column), ())
+        else:  # its last line, where the spans that end past the text end too: mapped as they are
+            if self._by_span is None:
+                self._by_span = {}
+                for node in self._spans:
+                    self._by_span.setdefault(self.span(node), []).append(node)
+            found = self._by_span.get(span, ())
+        return [node for node in found if isinstance(node, kind)]
+
+    def _raw_line(self, line: int) -> int | None:
+        """The line of the statement's text that is line `line` of the file (None: none is)."""
+        position = bisect.bisect_left(self.line_map, line)
+        return position + 1 if position < len(self.line_map) and self.line_map[position] == line else None
 
     def node_at(self, span: Span | None, kind: type | tuple[type, ...]) -> cst.CSTNode:
         found = self.nodes_at(span, kind) if span is not None else []
@@ -105,15 +121,13 @@ class FixContext:
         return found[0]
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        if self._parents is None:
-            self._parents = {}
-            stack: list[cst.CSTNode] = [self.module]
-            while stack:
-                current = stack.pop()
-                for child in current.children:
-                    self._parents[id(child)] = current
-                    stack.append(child)
         return self._parents.get(id(node))
+
+    def children(self, node: cst.CSTNode) -> Sequence[cst.CSTNode]:
+        """libcst's `node.children`, read once for the statement (`node_tree`: whitespace nodes may come in
+        another order among them, or be missing where code generation writes none; no builder looks for
+        them)."""
+        return self._children.get(id(node), ())
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, cst.CSTNode]]:
         """(parent, child) pairs from the node up to the module."""
@@ -228,7 +242,7 @@ class FixContext:
                 current = stack.pop()
                 if isinstance(current, cst.Name):
                     found.add(current.value)
-                stack.extend(current.children)
+                stack.extend(self.children(current))
             self._names[key] = frozenset(found)
         return self._names[key]
 
@@ -278,7 +292,7 @@ class FixContext:
         function, however many fixes ask."""
         key = ("bound", id(function))
         if key not in self._names:
-            self._names[key] = frozenset(_bound_in(function))
+            self._names[key] = frozenset(_bound_in(function, self.children))
         return self._names[key]
 
     def _import_edit(self, statement: str) -> Edit:
@@ -365,7 +379,7 @@ def is_simple_reference(node: cst.BaseExpression) -> bool:
     return dotted_name(node) is not None and not getattr(node, "lpar", ())
 
 
-def _bound_in(function: cst.FunctionDef) -> set[str]:
+def _bound_in(function: cst.FunctionDef, children: Callable[[cst.CSTNode], Sequence[cst.CSTNode]]) -> set[str]:
     """The names the parameters and the body of a function bind (those of its nested scopes included)."""
     found: set[str] = set()
     stack: list[cst.CSTNode] = [function.params, function.body]
@@ -385,5 +399,5 @@ def _bound_in(function: cst.FunctionDef) -> set[str]:
             found.add(current.target.value)
         elif isinstance(current, cst.MatchAs) and current.name is not None:
             found.add(current.name.value)
-        stack.extend(current.children)
+        stack.extend(children(current))
     return found

@@ -28,7 +28,7 @@ from kvlint.binding.names import ImportTable
 from kvlint.binding.tree_index import TreeIndex
 from kvlint.config import Config
 from kvlint.fixing.module_facts import ModuleFacts, Unparsable
-from kvlint.fixing.positions import node_spans
+from kvlint.fixing.positions import node_tree
 from kvlint.sites import Span
 
 _FALLBACK_INDENT = "    "  # libcst's, for a module without an indented block
@@ -118,10 +118,10 @@ class FileFixes:
         from kvlint.fixing.context import FixContext
 
         try:
-            spans = node_spans(module)
+            tree = node_tree(module)
         except Exception as exc:  # noqa: BLE001
             raise CannotParse(type(exc).__name__) from None
-        return FixContext(module, spans, self._unit_map(unit), self)
+        return FixContext(module, tree, self._unit_map(unit), self)
 
     def unit_of(self, line: int) -> int:
         """The unit that holds line `line` of the file."""
