@@ -17,7 +17,7 @@ memory per finding, as the whole peak over the findings and as what the larger f
 smaller per finding added (issue 27's bound: 4 KB). Run it with the development venv's Python:
 
     .venv/bin/python bench/large_file_bench.py [--sizes 1 2 4 8] [--rounds 3]
-    .venv/bin/python bench/large_file_bench.py --findings 2500 10000 [--rounds 3]
+    .venv/bin/python bench/large_file_bench.py --findings 2500 10000 [--rounds 3] [--shapes kvc001 mixed]
 """
 
 from __future__ import annotations
@@ -112,14 +112,15 @@ def measure_with_cpu(command: list[str], cwd: Path, environment: dict[str, str])
     return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, stdout.decode("utf-8", "replace")
 
 
-def findings_table(counts: list[int], rounds: int, environment: dict[str, str]) -> None:
+def findings_table(counts: list[int], rounds: int, environment: dict[str, str],
+                   shapes: tuple[str, ...] = ("kvc001", "mixed")) -> None:
     """The findings mode: each shape's counts, rounds alternating, medians; then the ratios."""
     counts = sorted(counts)
     with tempfile.TemporaryDirectory(prefix="kvlint-findings-") as temporary:
         directory = Path(temporary)
         runs: dict[tuple[str, int], list[tuple[float, float, float]]] = {}
         files = {(shape, count): write_findings_file(directory, shape, count)
-                 for shape in ("kvc001", "mixed") for count in counts}
+                 for shape in shapes for count in counts}
         for round_number in range(rounds):
             order = list(files) if round_number % 2 == 0 else list(reversed(files))
             for key in order:
@@ -145,7 +146,7 @@ def findings_table(counts: list[int], rounds: int, environment: dict[str, str]) 
     print(f"| shape | wall {high:,} / {low:,} | CPU {high:,} / {low:,} | linear | "
           f"peak KB per finding added ({low:,} to {high:,}) |")
     print("| --- | ---: | ---: | ---: | ---: |")
-    for shape in ("kvc001", "mixed"):
+    for shape in shapes:
         (wall_low, cpu_low, rss_low), (wall_high, cpu_high, rss_high) = medians[shape, low], medians[shape, high]
         added = (rss_high - rss_low) * 1024 / (high - low)
         print(f"| {shape} | {wall_high / wall_low:.2f} | {cpu_high / cpu_low:.2f} | {high / low:.2f} | {added:.1f} |")
@@ -157,11 +158,13 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--findings", type=int, nargs="+", metavar="COUNT",
                         help="measure files of COUNT functions with a finding each instead (e.g. 2500 10000)")
+    parser.add_argument("--shapes", nargs="+", choices=("kvc001", "mixed"), default=["kvc001", "mixed"],
+                        help="with --findings: which files")
     args = parser.parse_args()
     if args.findings:
         environment = {**os.environ, "PYTHONPATH": str(ROOT)}
         environment.pop("KVLINT_CACHE_DIR", None)
-        findings_table(args.findings, args.rounds, environment)
+        findings_table(args.findings, args.rounds, environment, tuple(args.shapes))
         return 0
     if not RUFF.exists():
         raise SystemExit(f"no ruff at {RUFF}: run bench/audit_bench.py once, which makes that venv")
