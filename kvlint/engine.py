@@ -33,7 +33,7 @@ from kvlint.byte_scan import distinct_needles, mentions_any
 from kvlint.binding.annotations import AnnotationKind, classify_annotation
 from kvlint.binding.markers import misplaced_markers
 from kvlint.binding.names import ImportTable, first_line, walk_statements
-from kvlint.noqa import is_suppressed, noqa_line_mapping
+from kvlint.noqa import NoqaLines, is_suppressed
 from kvlint.rules import INTERNAL_ERROR, RULES, SYNTAX_ERROR, INEFFECTIVE_MARKER, site_rules
 from kvlint.sites import Site, Span
 from kvlint.source import SourceError, decode_source, parse_source, reject_nul, split_lines
@@ -41,7 +41,7 @@ from kvlint.binding.declarations import Declaration, module_declarations
 from kvlint.binding.tree_index import TreeIndex
 
 if TYPE_CHECKING:
-    from kvlint.fixing.context import FixContext
+    from kvlint.fixing.units import FileFixes
     from kvlint.rules.rule import Rule
 
 MAX_FILE_BYTES = 8 * 2**20  # 16x vLLM's largest file; analysed in linear time (bench/large_file_bench.py)
@@ -388,42 +388,45 @@ def analyse_prepared(
 
 
 def _with_fixes(
-    findings: list[Finding], judged: dict, fix_context: Callable[[], FixContext]  # type: ignore[type-arg]
+    findings: list[Finding], judged: dict, file_fixes: Callable[[], FileFixes]  # type: ignore[type-arg]
 ) -> list[Finding]:
-    """Ask each finding's rule for its fix (only findings are asked: a clean file never builds one)."""
+    """Ask each finding's rule for its fix (only findings are asked: a clean file never builds one), in the
+    context of the top-level statement it is in (`kvlint.fixing.units`)."""
     from kvlint.fixing.context import NoFix
+    from kvlint.fixing.units import CannotParse
 
-    try:
-        context = fix_context()
-    except Exception as exc:  # noqa: BLE001 - libcst refusing what `ast` parsed costs the fixes, not the findings
-        reason = f"kvlint cannot build fixes here: libcst cannot parse the file ({type(exc).__name__})"
-        return [dataclasses.replace(f, no_fix=reason) if judged[f][1].fix is not None else f for f in findings]
-
+    fixes = file_fixes()
     invariants_at: dict[object, set[str]] = {}
     for finding in findings:
         site, rule = judged[finding]
         if rule.fix_rewrites_return and site.span is not None:
             invariants_at.setdefault(site.span, set()).add(site.invariant)
-    context.shared_returns = {span for span, names in invariants_at.items() if len(names) > 1}  # type: ignore[misc]
+    fixes.shared_returns = {span for span, names in invariants_at.items() if len(names) > 1}  # type: ignore[misc]
     fixed = []
-    for finding in findings:
-        site, rule = judged[finding]
-        if rule.fix is None:
-            fixed.append(finding)
-            continue
-        try:
-            fixed.append(dataclasses.replace(finding, fix=rule.fix(site, context)))
-        except NoFix as reason:
-            fixed.append(dataclasses.replace(finding, no_fix=str(reason)))
-        except Exception as exc:  # noqa: BLE001 - a fix builder's bug costs the fix, never the finding
-            reason = f"kvlint failed to build the fix ({type(exc).__name__}: {exc}); please report this"
-            fixed.append(dataclasses.replace(finding, no_fix=" ".join(reason.split())[:300]))
+    try:
+        for finding in findings:
+            site, rule = judged[finding]
+            if rule.fix is None:
+                fixed.append(finding)
+                continue
+            context = fixes.context_at(finding.line)
+            try:
+                fixed.append(dataclasses.replace(finding, fix=rule.fix(site, context)))
+            except NoFix as reason:
+                fixed.append(dataclasses.replace(finding, no_fix=str(reason)))
+            except Exception as exc:  # noqa: BLE001 - a fix builder's bug costs the fix, never the finding
+                reason = f"kvlint failed to build the fix ({type(exc).__name__}: {exc}); please report this"
+                fixed.append(dataclasses.replace(finding, no_fix=" ".join(reason.split())[:300]))
+        fixes.finish()
+    except CannotParse as exc:  # libcst refusing what `ast` parsed costs the fixes, not the findings
+        reason = f"kvlint cannot build fixes here: libcst cannot parse the file ({exc})"
+        return [dataclasses.replace(f, no_fix=reason) if judged[f][1].fix is not None else f for f in findings]
     return fixed
 
 
 def _sites(
     prepared: PreparedFile, config: Config, index: TreeIndex, names: Sequence[str]
-) -> tuple[list[Site], dict[Span, tuple[str, tuple[str, ...], str]], Callable[[], FixContext]]:
+) -> tuple[list[Site], dict[Span, tuple[str, tuple[str, ...], str]], Callable[[], FileFixes]]:
     """The file's sites, its markers that name no invariant (KVC101), and how to build the context its fixes are
     made in (only a file with findings does)."""
     from kvlint.flow import FlowAnalysis
@@ -452,18 +455,14 @@ def _sites(
     sites = analysis.run()
     markers = analysis.unknown_markers
 
-    def fix_context() -> FixContext:
+    def fix_context() -> FileFixes:
         """libcst over the same text: fixes edit the code as written (only a file with a finding pays for it)."""
-        import libcst as cst
+        from kvlint.fixing.units import FileFixes, unit_bounds
 
-        from kvlint.fixing.context import FixContext
-        from kvlint.fixing.positions import node_spans
-
-        module = cst.parse_module(text)
-        return FixContext(
-            module, node_spans(module), line_map, prepared.lines, prepared.imports, index, config,
-            prepared.module_name,
-        )
+        segments = prepared.segments if prepared.fallback_error is None else ()
+        bounds = unit_bounds(text, line_map, prepared.lines, segments)
+        return FileFixes(text, line_map, bounds, prepared.lines, prepared.segments, prepared.imports, index, config,
+                         prepared.module_name)
 
     return sites, markers, fix_context
 
@@ -571,17 +570,21 @@ def _unsuppressed(
     applies even with `noqa=False` (a host such as flake8 applies the rest itself), and
     `select` does not re-enable what it silences.
     """
-    ignored = tuple(config.silenced_for(Path(prepared.display_path)))
-    mapping: dict[int, str] | None = None
+    ignored: tuple[str, ...] | None = None  # asked at the first finding: a clean file never matches its path
+    noqa_lines: NoqaLines | None = None
     has_noqa = noqa and bool(prepared.lines) and "noqa" in prepared.text.lower()  # once per file, not per finding
     kept = []
     for finding in findings:
-        if not config.is_enabled(finding.code) or finding.code.startswith(ignored):
+        if not config.is_enabled(finding.code):
+            continue
+        if ignored is None:
+            ignored = tuple(config.silenced_for(Path(prepared.display_path)))
+        if finding.code.startswith(ignored):
             continue
         if has_noqa:
-            if mapping is None:
-                mapping = noqa_line_mapping(prepared.lines)
-            if is_suppressed(mapping.get(finding.line, ""), finding.code):
+            if noqa_lines is None:
+                noqa_lines = NoqaLines(prepared.lines)
+            if is_suppressed(noqa_lines.text(finding.line), finding.code):
                 continue
         kept.append(finding)
     return sorted(set(kept))

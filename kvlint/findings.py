@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from kvlint.fixing.model import Fix
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class Finding:
     """A rule violation (or a file-level diagnostic) at a source range.
 

@@ -52,23 +52,51 @@ def is_suppressed(line: str, code: str) -> bool:
 
 def noqa_line_mapping(lines: Sequence[str]) -> dict[int, str]:
     """Map each 1-based line number to the text flake8 searches for its `# noqa`."""
-    mapping: dict[int, str] = {}
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO("".join(lines)).readline))
-    except (tokenize.TokenError, SyntaxError):
-        tokens = []
-    first = last = None
-    for token in tokens:
-        if token.type in (tokenize.ENDMARKER, tokenize.DEDENT):
-            continue
-        start, end = token.start[0], token.end[0]
-        first = start if first is None else min(first, start)
-        last = end if last is None else max(last, end)
-        if token.type in (tokenize.NL, tokenize.NEWLINE):
-            joined = "".join(lines[first - 1 : last])
-            for number in range(first, last + 1):
-                mapping[number] = joined
-            first = last = None
-    for number, line in enumerate(lines, start=1):
-        mapping.setdefault(number, line)
+    mapping = dict(enumerate(lines, start=1))
+    mapping.update(multi_line_texts(lines))
     return mapping
+
+
+class NoqaLines:
+    """The text flake8 searches for the `# noqa` of each line of a file, for one lookup per finding.
+
+    Only the lines of multi-line strings and backslash-continued lines are stored (with their joined
+    text); every other line is its own text. The tokens are read one at a time, never kept.
+    """
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.lines = lines
+        self.joined = multi_line_texts(lines)
+
+    def text(self, line: int) -> str:
+        """What flake8 searches for a `# noqa` of line `line` ("" for a line the file does not have)."""
+        joined = self.joined.get(line)
+        if joined is not None:
+            return joined
+        return self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+
+
+def multi_line_texts(lines: Sequence[str]) -> dict[int, str]:
+    """The joined text of each line of a logical line that flake8 reads as several physical lines at once (a
+    multi-line string, a backslash continuation); {} when the text does not tokenize (flake8 then reads each
+    line alone)."""
+    joined: dict[int, str] = {}
+    first = last = None
+    try:
+        for token in tokenize.generate_tokens(io.StringIO("".join(lines)).readline):
+            if token.type in (tokenize.ENDMARKER, tokenize.DEDENT):
+                continue
+            start, end = token.start[0], token.end[0]
+            first = start if first is None else min(first, start)
+            last = end if last is None else max(last, end)
+            if token.type in (tokenize.NL, tokenize.NEWLINE):
+                if last > first:
+                    text = "".join(lines[first - 1 : last])
+                    for number in range(first, last + 1):
+                        joined[number] = text
+                else:
+                    joined.pop(first, None)  # a later one-line group of the same line: the line alone, as before
+                first = last = None
+    except (tokenize.TokenError, SyntaxError):
+        return {}
+    return joined

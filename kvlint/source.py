@@ -27,12 +27,18 @@ class SourceError(Exception):
 _WARNINGS_FILTER = threading.Lock()  # `catch_warnings` swaps a process-wide list: one thread at a time
 
 
+PARSE_BATCH_CHARACTERS = 1 << 18  # a text larger than twice this is parsed a batch of definitions at a time
+# a line starting a top-level `def`, `class` or decorator: where a batch may start (unless a decorator is above)
+_BATCH_START = re.compile(r"(?:\r\n|\r|\n)(?=(?:async[ \t]+)?def[ \t]|class[ \t]|@)")
+
+
 def parse_source(text: str) -> ast.Module:
     """`ast.parse`, its errors a `SourceError` positioned as CPython gives them."""
     try:
         with _WARNINGS_FILTER, warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the analysed code's SyntaxWarnings are not kvlint's to print
-            return ast.parse(text)
+            module = _parsed_in_batches(text) if len(text) > 2 * PARSE_BATCH_CHARACTERS else None
+            return module if module is not None else ast.parse(text)
     except SyntaxError as exc:
         line = exc.lineno or 1
         column = (exc.offset or 1) - 1
@@ -41,6 +47,45 @@ def parse_source(text: str) -> ast.Module:
         raise SourceError("cannot parse: too deeply nested") from None
     except ValueError as exc:
         raise SourceError(f"cannot parse: {exc}") from None
+
+
+def _parsed_in_batches(text: str) -> ast.Module | None:
+    """The module `ast.parse(text)` gives, parsed a batch of top-level statements at a time; None when a batch
+    does not parse (the whole text then says why, as CPython would).
+
+    `ast.parse` holds its C tree and the Python one at once, twice the size of the tree it returns; a batch
+    at a time, only a batch's C tree is added. A batch starts at a line that starts a top-level `def`,
+    `class` or first decorator (the text the flow analysis reads has no blank lines between its units), and
+    is preceded by as many line breaks as come before it, so positions are
+    the file's. Where such a line is inside a string or brackets, or continues a decorator, the batch
+    before it does not parse on its own (it ends in an open string, bracket or decorator), and the text is
+    parsed whole; where every batch parses, each starts a logical line at depth 0 of the text, and the
+    statements are those of one parse.
+    """
+    body: list[ast.stmt] = []
+    start, line = 0, 1
+    while start < len(text):
+        end = _batch_end(text, start + PARSE_BATCH_CHARACTERS)
+        try:
+            body += ast.parse("\n" * (line - 1) + text[start:end]).body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        line += text.count("\n", start, end) + text.count("\r", start, end) - text.count("\r\n", start, end)
+        start = end
+    return ast.Module(body=body, type_ignores=[])
+
+
+def _batch_end(text: str, position: int) -> int:
+    """Where the batch that reaches `position` ends: at the next line that starts a top-level definition or
+    its first decorator, or at the end of the text (when what is left is less than half a batch)."""
+    while True:
+        found = _BATCH_START.search(text, position)
+        if found is None or len(text) - found.end() <= PARSE_BATCH_CHARACTERS // 2:
+            return len(text)
+        above = max(text.rfind("\n", 0, found.start()), text.rfind("\r", 0, found.start())) + 1
+        if not text.startswith("@", above):
+            return found.end()
+        position = found.end()  # a decorated definition: the batch takes its decorators with it
 
 
 def split_lines(text: str) -> list[str]:

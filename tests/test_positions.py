@@ -11,7 +11,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from kvlint.config import Config
 from kvlint.engine import prepare_source, reduced_text
 from kvlint.source import decode_source
-from kvlint.fixing.positions import node_spans
+from kvlint.fixing.positions import node_spans, node_tree
 from tests.conftest import FIXTURES
 from tests.support.vllm_sources import vllm_tree
 
@@ -87,3 +87,45 @@ def test_the_code_kvlint_parses_in_the_newest_vllm() -> None:
     largest = tree / "vllm" / "v1" / "worker" / "gpu_model_runner.py"
     compared += _assert_same_spans(Path(largest).read_text(encoding="utf-8"))
     assert compared > 100_000
+
+
+_WHITESPACE = (cst.BaseParenthesizableWhitespace, cst.TrailingWhitespace, cst.EmptyLine, cst.Newline, cst.Comment)
+
+
+def _assert_same_tree(text: str) -> int:
+    """`node_tree` gives `node_spans`'s spans and, for every node, libcst's parent and children (whitespace
+    nodes aside, which libcst's `children` lists in another order for a few nodes, `Del`, `AsName`, and
+    where code generation writes none, a `{...}` pattern without `**rest`: no fix builder looks for them)."""
+    module = cst.parse_module(text)
+    spans, parents, children = node_tree(module)
+    assert spans == node_spans(module)
+    count = 0
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        count += 1
+        expected = list(node.children)
+        recorded = children.get(id(node), [])
+        code = [n for n in expected if not isinstance(n, _WHITESPACE)]
+        assert [n for n in recorded if not isinstance(n, _WHITESPACE)] == code, type(node).__name__
+        assert {id(n) for n in recorded} <= {id(n) for n in expected}
+        assert all(parents[id(child)] is node for child in code)
+        stack.extend(expected)
+    return count
+
+
+@pytest.mark.parametrize("name", sorted(AWKWARD))
+def test_the_tree_fix_builders_walk_is_libcsts(name: str) -> None:
+    assert _assert_same_tree(AWKWARD[name]) >= 1
+
+
+def test_the_tree_of_every_fixture_file_is_libcsts() -> None:
+    checked = 0
+    for path in sorted(FIXTURES.rglob("*.py")):
+        try:
+            text = decode_source(path.read_bytes())
+            cst.parse_module(text)
+        except Exception:  # noqa: BLE001 - the fixtures that no parser accepts have no tree
+            continue
+        checked += _assert_same_tree(text)
+    assert checked > 100_000

@@ -1,28 +1,36 @@
 """What a rule's fix builder may ask about the code at a finding: nodes, text, names, imports.
 
-The engine builds one `FixContext` per file, and only when the file has a finding whose rule
-offers fixes: `kvlint check` on a clean file never pays for it. The context holds the libcst
-module the flow analysis ran over (the file's relevant units, `line_map` taking its lines back to
-the file's) and answers in the file's own coordinates, so every edit a builder makes is an
-`Edit` of the original text. Builders write new code as text in the file's own indentation and
-line endings; they never print a libcst tree, so nothing outside an edit can move.
+The engine builds the contexts of a file only when it has a finding whose rule offers fixes:
+`kvlint check` on a clean file never pays for them. A context holds the libcst tree of the
+top-level statement the finding is in, of the text the flow analysis ran over (the file's relevant
+units, `line_map` taking its lines back to the file's; `kvlint.fixing.units` builds one statement at
+a time), and answers in the file's own coordinates, so every edit a builder makes is an `Edit` of the
+original text. What the module as a whole decides (its imports, its module-level names, its
+indentation) comes from the file's `FileFixes`, found once per file. Builders write new code as
+text in the file's own indentation and line endings; they never print a libcst tree, so nothing
+outside an edit can move.
 """
 
 from __future__ import annotations
 
-import ast
+import bisect
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from kvlint.config import Config
 from kvlint.fixing.model import Edit
+from kvlint.fixing.module_facts import COPY_MODULE, ModuleFacts
 from kvlint.invariants import Invariant
-from kvlint.binding.names import ImportTable, first_line, matches
 from kvlint.sites import Span
-from kvlint.binding.tree_index import TreeIndex
+
+if TYPE_CHECKING:
+    from kvlint.fixing.units import FileFixes
+
+# a statement's spans, and its nodes' parents and children by id() (`kvlint.fixing.positions.node_tree`)
+Tree = tuple[dict[cst.CSTNode, tuple[int, int, int, int]], dict[int, cst.CSTNode], dict[int, list[cst.CSTNode]]]
 
 SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
@@ -43,7 +51,6 @@ def is_none_literal(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Name) and node.value == "None" and not node.lpar
 
 
-COPY_MODULE, COPY_FUNCTION = "copy", "copy.copy"
 _INDENT = re.compile(r"[ \t\f]*")
 
 
@@ -52,27 +59,29 @@ class NoFix(Exception):
 
 
 class FixContext:
-    """The code around a file's findings, in the file's coordinates."""
+    """The code around a finding (its top-level statement), in the file's coordinates."""
 
-    def __init__(
-        self, module: cst.Module, spans: dict[cst.CSTNode, tuple[int, int, int, int]], line_map: Sequence[int],
-        lines: Sequence[str], imports: ImportTable, index: TreeIndex, config: Config, module_name: str,
-    ) -> None:
-        self.module = module
+    def __init__(self, module: cst.Module, tree: Tree, line_map: Sequence[int], file: FileFixes) -> None:
+        self.module = module  # the top-level statement the finding is in (`kvlint.fixing.units`)
         self.line_map = line_map
-        self.lines = lines
-        self.imports = imports
-        self.index = index
-        self.config = config
-        self.module_name = module_name
-        self._spans = spans
+        self.lines = file.lines
+        self.imports = file.imports
+        self.index = file.index
+        self.config = file.config
+        self.module_name = file.module_name
+        self._file = file
+        self._spans, self._parents, self._children = tree  # the statement's spans and shape (`node_tree`)
         self._by_span: dict[Span, list[cst.CSTNode]] | None = None
-        self._parents: dict[int, cst.CSTNode] | None = None
-        self._top_level: list[ast.stmt] | None = None
+        self._by_raw: dict[tuple[int, int, int, int], list[cst.CSTNode]] | None = None
         self._comments: list[tuple[Span, str]] | None = None
-        # spans of the `return`s reported for more than one invariant (a helper attaches only one of them)
-        self.shared_returns: set[Span] = set()
-        self._runtime_names: set[str] | None = None
+        self._comment_starts: list[tuple[int, int]] = []
+        self._comment_start_set: set[tuple[int, int]] = set()
+        self._names: dict[tuple[str, int], frozenset[str]] = {}  # by what and id() of a function of `module`
+
+    @property
+    def shared_returns(self) -> set[Span]:
+        """The spans of the `return`s reported for more than one invariant (a helper attaches only one of them)."""
+        return self._file.shared_returns
 
     # ------------------------------------------------------------ nodes and text
 
@@ -83,11 +92,27 @@ class FixContext:
 
     def nodes_at(self, span: Span, kind: type | tuple[type, ...] = cst.CSTNode) -> list[cst.CSTNode]:
         """The nodes of type `kind` that lie exactly at `span`, outermost first."""
-        if self._by_span is None:
-            self._by_span = {}
-            for node in self._spans:
-                self._by_span.setdefault(self.span(node), []).append(node)
-        return [node for node in self._by_span.get(span, ()) if isinstance(node, kind)]
+        line, end_line = self._raw_line(span.line), self._raw_line(span.end_line)
+        if line is None or end_line is None:
+            return []
+        if end_line < len(self.line_map):  # the statement's own lines: one span of libcst's each
+            if self._by_raw is None:
+                self._by_raw = {}
+                for node, where in self._spans.items():
+                    self._by_raw.setdefault(where, []).append(node)
+            found = self._by_raw.get((line, span.column, end_line, span.end_column), ())
+        else:  # its last line, where the spans that end past the text end too: mapped as they are
+            if self._by_span is None:
+                self._by_span = {}
+                for node in self._spans:
+                    self._by_span.setdefault(self.span(node), []).append(node)
+            found = self._by_span.get(span, ())
+        return [node for node in found if isinstance(node, kind)]
+
+    def _raw_line(self, line: int) -> int | None:
+        """The line of the statement's text that is line `line` of the file (None: none is)."""
+        position = bisect.bisect_left(self.line_map, line)
+        return position + 1 if position < len(self.line_map) and self.line_map[position] == line else None
 
     def node_at(self, span: Span | None, kind: type | tuple[type, ...]) -> cst.CSTNode:
         found = self.nodes_at(span, kind) if span is not None else []
@@ -96,15 +121,13 @@ class FixContext:
         return found[0]
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        if self._parents is None:
-            self._parents = {}
-            stack: list[cst.CSTNode] = [self.module]
-            while stack:
-                current = stack.pop()
-                for child in current.children:
-                    self._parents[id(child)] = current
-                    stack.append(child)
         return self._parents.get(id(node))
+
+    def children(self, node: cst.CSTNode) -> Sequence[cst.CSTNode]:
+        """libcst's `node.children`, read once for the statement (`node_tree`: whitespace nodes may come in
+        another order among them, or be missing where code generation writes none; no builder looks for
+        them)."""
+        return self._children.get(id(node), ())
 
     def ancestors(self, node: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, cst.CSTNode]]:
         """(parent, child) pairs from the node up to the module."""
@@ -159,15 +182,22 @@ class FixContext:
             self._comments = sorted(
                 (self.span(node), node.value) for node in self._spans if isinstance(node, cst.Comment)
             )
+            self._comment_starts = [(where.line, where.column) for where, _ in self._comments]
+            self._comment_start_set = set(self._comment_starts)
         start, end = (span.line, span.column), (span.end_line, span.end_column)
-        return [text for where, text in self._comments
-                if start <= (where.line, where.column) and (where.end_line, where.end_column) <= end]
+        found = []  # comments lie on one line each and never overlap: sorted by start, they are sorted by end
+        for position in range(bisect.bisect_left(self._comment_starts, start), len(self._comments)):
+            where, text = self._comments[position]
+            if (where.end_line, where.end_column) > end:
+                break
+            found.append(text)
+        return found
 
     def newline(self, line: int) -> str:
         """The line ending of a line of the file (the module's default for the last line without one)."""
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
         ending = text[len(text.rstrip("\r\n")) :]
-        return ending or self.module.default_newline
+        return ending or self._file.default_newline
 
     def indentation(self, line: int) -> str:
         match = _INDENT.match(self.lines[line - 1])
@@ -175,7 +205,7 @@ class FixContext:
 
     @property
     def indent_unit(self) -> str:
-        return self.module.default_indent
+        return self._file.default_indent()
 
     # ---------------------------------------------------------------- statements
 
@@ -197,27 +227,30 @@ class FixContext:
             raise NoFix("the statement does not start its line")
         line = span.line
         self.comments_in(Span(1, 0, 1, 0))  # builds the comment index
-        starts = {(where.line, where.column) for where, _ in self._comments or ()}
+        starts = self._comment_start_set
         while line > 1 and (line - 1, len(indent)) in starts and self.indentation(line - 1) == indent:
             line -= 1  # a comment token, not a line of a string that starts with `#`
         return line, indent
 
-    def bound_names(self, function: cst.FunctionDef) -> set[str]:
-        """Every name the function mentions (a new local must be none of them)."""
-        found: set[str] = set()
-        stack: list[cst.CSTNode] = [function]
-        while stack:
-            current = stack.pop()
-            if isinstance(current, cst.Name):
-                found.add(current.value)
-            stack.extend(current.children)
-        return found
+    def bound_names(self, function: cst.FunctionDef) -> frozenset[str]:
+        """Every name the function mentions (a new local must be none of them); found once per function."""
+        key = ("mentioned", id(function))
+        if key not in self._names:
+            found: set[str] = set()
+            stack: list[cst.CSTNode] = [function]
+            while stack:
+                current = stack.pop()
+                if isinstance(current, cst.Name):
+                    found.add(current.value)
+                stack.extend(self.children(current))
+            self._names[key] = frozenset(found)
+        return self._names[key]
 
     def fresh_name(self, node: cst.CSTNode, *preferred: str) -> str:
         """A local name that the enclosing function does not use yet: the first of `preferred` that is free,
         else the first with `_2`, `_3`, ..."""
         function = self.function_of(node)
-        taken = self.bound_names(function) if function is not None else set()
+        taken = set(self.bound_names(function)) if function is not None else set()
         taken |= set(self.imports.bindings)
         for name in preferred:
             if name not in taken:
@@ -230,33 +263,22 @@ class FixContext:
 
     # ------------------------------------------------------------------- imports
 
-    def top_level(self) -> list[ast.stmt]:
-        if self._top_level is None:
-            text = "".join(self.lines)
-            try:
-                self._top_level = list(ast.parse(text).body)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                raise NoFix("this Python cannot parse the file to place an import") from None
-        return self._top_level
+    def _facts(self) -> ModuleFacts:
+        facts = self._file.facts()
+        if facts is None:
+            raise NoFix("this Python cannot parse the file to place an import")
+        return facts
 
     def copy_function(self, at: cst.CSTNode) -> tuple[str, tuple[Edit, ...]]:
         """How the file spells `copy.copy` (its own `import copy` or `from copy import copy`), and the edit
         that imports the module when it has neither."""
-        spelled = ""
-        for statement in self.top_level():
-            if isinstance(statement, ast.Import):
-                for alias in statement.names:
-                    if alias.name == COPY_MODULE:
-                        spelled = spelled or f"{alias.asname or COPY_MODULE}.copy"
-            elif isinstance(statement, ast.ImportFrom) and statement.module == COPY_MODULE and not statement.level:
-                for alias in statement.names:
-                    if alias.name == "copy":
-                        spelled = alias.asname or "copy"
+        facts = self._facts()
+        spelled = facts.copy_spelled
         root = spelled.partition(".")[0] or COPY_MODULE
         for parent, _ in self.ancestors(at):
             if isinstance(parent, cst.FunctionDef) and root in self._locals(parent):
                 raise NoFix(f"`{root}` is a local name of `{parent.name.value}`, not the `copy` module")
-        line = self._module_binding(root)
+        line = facts.bindings.get(root, 0)  # a module-level statement other than an import that binds it
         if line:
             raise NoFix(f"the module binds `{root}` at line {line}, not to the `copy` module")
         if spelled:
@@ -265,82 +287,25 @@ class FixContext:
             raise NoFix("the module binds `copy` to something else")
         return "copy.copy", (self._import_edit("import copy"),)
 
-    def _module_binding(self, name: str) -> int:
-        """The line of a module-level statement other than an import that binds `name` (a `def`, a class, an
-        assignment, a loop target), 0 when there is none."""
-        for statement in self.top_level():
-            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                if statement.name == name:
-                    return statement.lineno
-                continue
-            if isinstance(statement, (ast.Import, ast.ImportFrom)):
-                continue
-            stack: list[ast.AST] = [statement]
-            while stack:
-                node = stack.pop()
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    if node.name == name:
-                        return node.lineno
-                    continue
-                if isinstance(node, ast.Lambda):
-                    continue
-                if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
-                    return node.lineno
-                if isinstance(node, (ast.Import, ast.ImportFrom)):  # under `if` / `try`: not seen as the module's
-                    for alias in node.names:
-                        plain = isinstance(node, ast.Import) and alias.name == COPY_MODULE and not alias.asname
-                        if not plain and (alias.asname or alias.name.partition(".")[0]) == name:
-                            return node.lineno
-                    continue
-                stack.extend(ast.iter_child_nodes(node))
-        return 0
-
-    @staticmethod
-    def _locals(function: cst.FunctionDef) -> set[str]:
-        found: set[str] = set()
-        stack: list[cst.CSTNode] = [function.params, function.body]
-        while stack:
-            current = stack.pop()
-            if isinstance(current, (cst.AssignTarget, cst.Param, cst.AsName, cst.CompFor, cst.For, cst.NamedExpr)):
-                target = getattr(current, "target", None) or getattr(current, "name", None)
-                if isinstance(target, cst.Name):
-                    found.add(target.value)
-            elif isinstance(current, cst.ImportAlias) and current.asname is None:
-                found.add((dotted_name(current.name) or "").partition(".")[0])
-            elif isinstance(current, (cst.FunctionDef, cst.ClassDef)):
-                found.add(current.name.value)
-            elif isinstance(current, (cst.Global, cst.Nonlocal)):
-                found.update(item.name.value for item in current.names)
-            elif isinstance(current, (cst.AnnAssign, cst.AugAssign)) and isinstance(current.target, cst.Name):
-                found.add(current.target.value)
-            elif isinstance(current, cst.MatchAs) and current.name is not None:
-                found.add(current.name.value)
-            stack.extend(current.children)
-        return found
+    def _locals(self, function: cst.FunctionDef) -> frozenset[str]:
+        """The names the function binds (its parameters, assignments, imports, definitions); found once per
+        function, however many fixes ask."""
+        key = ("bound", id(function))
+        if key not in self._names:
+            self._names[key] = frozenset(_bound_in(function, self.children))
+        return self._names[key]
 
     def _import_edit(self, statement: str) -> Edit:
         """Insert `statement` before the module's first plain `import` (else its first `from` import), after
         `from __future__` imports and the docstring when it has none."""
-        body = self.top_level()
-        imports = [s for s in body if isinstance(s, (ast.Import, ast.ImportFrom)) and s.col_offset == 0]
-        plain = [s for s in imports if isinstance(s, ast.Import)]
-        other = [s for s in imports if not (isinstance(s, ast.ImportFrom) and s.module == "__future__")]
-        anchor = plain[0] if plain else (other[0] if other else None)
-        if anchor is not None:
-            newline = self.newline(anchor.lineno)
-            module = anchor.module if isinstance(anchor, ast.ImportFrom) else None
-            if isinstance(anchor, ast.ImportFrom) and (anchor.level or (module or "").partition(".")[0] not in
-                                                       sys.stdlib_module_names):
-                return Edit(anchor.lineno, 0, anchor.lineno, 0, f"{statement}{newline}{newline}")  # its own group
-            return Edit(anchor.lineno, 0, anchor.lineno, 0, f"{statement}{newline}")
-        line = 1
-        for position, node in enumerate(body):
-            docstring = position == 0 and isinstance(node, ast.Expr) and isinstance(
-                node.value, ast.Constant) and isinstance(node.value.value, str)
-            future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
-            if not (docstring or future):
-                break
-            line = (node.end_lineno or node.lineno) + 1
+        facts = self._facts()
+        if facts.anchor is not None:
+            anchor_line, is_from, module, level = facts.anchor
+            newline = self.newline(anchor_line)
+            if is_from and (level or (module or "").partition(".")[0] not in sys.stdlib_module_names):
+                return Edit(anchor_line, 0, anchor_line, 0, f"{statement}{newline}{newline}")  # its own group
+            return Edit(anchor_line, 0, anchor_line, 0, f"{statement}{newline}")
+        line = facts.prelude_line
         if line == 1:
             while line <= len(self.lines) and self.lines[line - 1].lstrip().startswith("#"):
                 line += 1  # a shebang, a coding cookie or a licence header stays first
@@ -351,8 +316,7 @@ class FixContext:
             ending = "" if self.lines and self.lines[-1].endswith(("\n", "\r")) else self.newline(last)
             column = len(self.lines[-1]) if self.lines else 0
             return Edit(max(last, 1), column, max(last, 1), column, f"{ending}{statement}{self.newline(last)}")
-        following = next((node for node in body if first_line(node) >= line), None)
-        blank_lines = 2 if isinstance(following, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else 1
+        blank_lines = 2 if facts.following_statement(line) else 1
         return Edit(line, 0, line, 0, statement + self.newline(line) * (1 + blank_lines))  # PEP 8's spacing
 
     # ------------------------------------------------------------- invariant names
@@ -362,17 +326,7 @@ class FixContext:
         aliases = sorted(self.imports.aliases_of(configured))
         if aliases:
             return aliases[0]
-        for statement in self.top_level():
-            if isinstance(statement, (ast.ClassDef, ast.Assign, ast.AnnAssign)):
-                targets = [statement.name] if isinstance(statement, ast.ClassDef) else [
-                    target.id for target in getattr(statement, "targets", [getattr(statement, "target", None)])
-                    if isinstance(target, ast.Name)
-                ]
-                for name in targets:
-                    qualified = f"{self.module_name}.{name}" if self.module_name else name
-                    if matches(qualified, configured):
-                        return name
-        return None
+        return self._facts().defined_as(tuple(configured), self.module_name)
 
     def visible_at_runtime(self, name: str, at: cst.CSTNode) -> bool:
         """Whether `name`'s root is bound when the code at `at` runs: by the module outside `if TYPE_CHECKING:`,
@@ -381,31 +335,19 @@ class FixContext:
         for parent, _ in self.ancestors(at):
             if isinstance(parent, cst.FunctionDef) and root in self._locals(parent):
                 return True
-        if self._runtime_names is None:
-            self._runtime_names = set()
-            statements: list[ast.stmt] = list(self.top_level())
-            while statements:
-                statement = statements.pop()
-                if isinstance(statement, (ast.Import, ast.ImportFrom)):
-                    self._runtime_names.update(
-                        (alias.asname or alias.name).partition(".")[0] for alias in statement.names)
-                elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    self._runtime_names.add(statement.name)
-                elif isinstance(statement, ast.If):
-                    test = statement.test
-                    spelled = test.id if isinstance(test, ast.Name) else getattr(test, "attr", "")
-                    if spelled != "TYPE_CHECKING":
-                        statements += statement.body
-                    statements += statement.orelse
-                elif isinstance(statement, (ast.Try, ast.With)):
-                    blocks = ("body", "orelse", "finalbody")
-                    statements += [s for block in blocks for s in getattr(statement, block, [])]
-                    statements += [s for handler in getattr(statement, "handlers", []) for s in handler.body]
-                else:
-                    self._runtime_names.update(
-                        node.id for node in ast.walk(statement)
-                        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store))
-        return root in self._runtime_names
+        return root in self._facts().runtime_names
+
+    def identity_comparison_outside(
+        self, function: cst.FunctionDef, key: object, is_sentinel: Callable[[cst.CSTNode], bool]
+    ) -> int:
+        """The line of the comparison `x is S` (or `is not`) with a sentinel side (`is_sentinel`; `key` names the
+        sentinels) that a search of the module from its last statement meets first outside `function`, 0 when
+        there is none. The module's comparisons are found once per file."""
+        inside = self.span(function)
+        for line, functions in self._file.identity_comparisons(key, is_sentinel):
+            if inside not in functions:
+                return line
+        return 0
 
     def attaching_helper(self, invariant: Invariant, at: cst.CSTNode) -> str | None:
         """`ModelRunnerOutput.with_kv_conn_output_only`, spelled as this module can call it at `at`, when the
@@ -435,3 +377,27 @@ class FixContext:
 def is_simple_reference(node: cst.BaseExpression) -> bool:
     """A name or a member chain of names: evaluating it twice reads the same thing."""
     return dotted_name(node) is not None and not getattr(node, "lpar", ())
+
+
+def _bound_in(function: cst.FunctionDef, children: Callable[[cst.CSTNode], Sequence[cst.CSTNode]]) -> set[str]:
+    """The names the parameters and the body of a function bind (those of its nested scopes included)."""
+    found: set[str] = set()
+    stack: list[cst.CSTNode] = [function.params, function.body]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (cst.AssignTarget, cst.Param, cst.AsName, cst.CompFor, cst.For, cst.NamedExpr)):
+            target = getattr(current, "target", None) or getattr(current, "name", None)
+            if isinstance(target, cst.Name):
+                found.add(target.value)
+        elif isinstance(current, cst.ImportAlias) and current.asname is None:
+            found.add((dotted_name(current.name) or "").partition(".")[0])
+        elif isinstance(current, (cst.FunctionDef, cst.ClassDef)):
+            found.add(current.name.value)
+        elif isinstance(current, (cst.Global, cst.Nonlocal)):
+            found.update(item.name.value for item in current.names)
+        elif isinstance(current, (cst.AnnAssign, cst.AugAssign)) and isinstance(current.target, cst.Name):
+            found.add(current.target.value)
+        elif isinstance(current, cst.MatchAs) and current.name is not None:
+            found.add(current.name.value)
+        stack.extend(children(current))
+    return found

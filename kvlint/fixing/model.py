@@ -26,7 +26,7 @@ class Applicability(str, enum.Enum):
     UNSAFE = "unsafe"
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class Edit:
     """Replace the text from (line, column) up to (end_line, end_column) with `content`.
 
@@ -40,7 +40,7 @@ class Edit:
     content: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Fix:
     """The edits that repair one finding, with a title an editor can show (`Copy the sentinel`)."""
 

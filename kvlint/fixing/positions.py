@@ -31,6 +31,20 @@ def node_spans(module: cst.Module) -> dict[cst.CSTNode, NodeRange]:
     return state.spans
 
 
+def node_tree(
+    module: cst.Module,
+) -> tuple[dict[cst.CSTNode, NodeRange], dict[int, cst.CSTNode], dict[int, list[cst.CSTNode]]]:
+    """The spans of `node_spans`, and from the same pass each node's parent and children (by `id()` of the
+    node; the children in the order of libcst's `children`, which is the order code generation meets them).
+
+    libcst's `children` visits a node's fields anew at each call; fix builders walk a statement's nodes
+    several times, and reading the tree's shape once, while the positions are computed, is cheaper.
+    """
+    state = _TreeState(default_indent=module.default_indent, default_newline=module.default_newline)
+    module._codegen(state)
+    return state.spans, state.parents, state.children
+
+
 class _PositionState(CodegenState):
     """libcst's code generation state, tracking the position of each node as plain tuples."""
 
@@ -93,3 +107,27 @@ class _SyntacticPosition:
         if self.end_node is not None:
             end_line, end_column = spans[self.end_node][2:]
         spans[self.node] = (start_line, start_column, end_line, end_column)
+
+
+class _TreeState(_PositionState):
+    """`_PositionState` that also records which node's code generation each node's runs inside."""
+
+    __slots__ = ("nodes", "parents", "children")
+
+    def __init__(self, **fields: Any) -> None:
+        super().__init__(**fields)
+        self.nodes: list[cst.CSTNode] = []
+        self.parents: dict[int, cst.CSTNode] = {}
+        self.children: dict[int, list[cst.CSTNode]] = {}
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        self.starts.append((self.line, self.column))
+        if self.nodes:
+            parent = self.nodes[-1]
+            self.parents[id(node)] = parent
+            self.children.setdefault(id(parent), []).append(node)
+        self.nodes.append(node)
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        self.nodes.pop()
+        super().after_codegen(node)

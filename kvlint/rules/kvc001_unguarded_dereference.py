@@ -148,14 +148,14 @@ def _exit(statement: cst.CSTNode, context: FixContext) -> tuple[str | None, str]
         if isinstance(parent, cst.For):
             return ("continue", "") if child is parent.body else (None, unclear)
         if isinstance(parent, cst.FunctionDef):
-            exit_ = _function_return(parent)
+            exit_ = _function_return(parent, context)
             return exit_, "" if exit_ else unclear
         if isinstance(parent, (cst.ClassDef, cst.Lambda)):
             return None, unclear
     return None, unclear
 
 
-def _function_return(function: cst.FunctionDef) -> str | None:
+def _function_return(function: cst.FunctionDef, context: FixContext) -> str | None:
     """`return` (or `return X`) when every return of the function agrees on X, a literal; None otherwise."""
     import libcst as cst
 
@@ -177,7 +177,7 @@ def _function_return(function: cst.FunctionDef) -> str | None:
                 values.add(cst.Module([]).code_for_node(value))
             else:
                 return None
-        stack.extend(current.children)
+        stack.extend(context.children(current))
     if len(values) > 1:
         return None
     value = next(iter(values), "")

@@ -52,7 +52,7 @@ def fix(site: Site, context: FixContext) -> Fix:
     invariant = context.invariant(site.invariant)
     if "." in name or not name.isidentifier():
         raise NoFix(f"`{name}` is the sentinel itself: which copy to mutate instead is your call")
-    bindings = _bindings(function, name)
+    bindings = _bindings(function, name, context)
     if not bindings:
         raise NoFix(f"`{name}` is the sentinel itself: which copy to mutate instead is your call")
     if len(bindings) != 1 or not isinstance(bindings[0], cst.Assign) or len(bindings[0].targets) != 1:
@@ -64,7 +64,7 @@ def fix(site: Site, context: FixContext) -> Fix:
     identity = _identity_use(function, bindings[0], name, context, invariant.empty_sentinels)
     if identity:
         raise NoFix(identity)
-    member = _member_mutated_in_place(function, name)
+    member = _member_mutated_in_place(function, name, context)
     if member:
         raise NoFix(f"`{member}` is mutated in place, and a shallow copy shares it with the sentinel: copy with "
                     "`copy.deepcopy` or assign the member anew")
@@ -116,8 +116,8 @@ def _identity_use(
         if isinstance(current, cst.Return) and isinstance(current.value, cst.Name) and current.value.value == name:
             returned = True
         inner = late or isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) or (
-            isinstance(current, (cst.For, cst.While)) and _contains(current, binding))
-        stack.extend((child, inner) for child in current.children)
+            isinstance(current, (cst.For, cst.While)) and _contains(current, binding, context))
+        stack.extend((child, inner) for child in context.children(current))
     if returned:
         line = _identity_check_in_module(context, sentinels, function)
         if line:
@@ -126,36 +126,24 @@ def _identity_use(
     return ""
 
 
-def _contains(outer: cst.CSTNode, node: cst.CSTNode) -> bool:
+def _contains(outer: cst.CSTNode, node: cst.CSTNode, context: FixContext) -> bool:
     stack = [outer]
     while stack:
         current = stack.pop()
         if current is node:
             return True
-        stack.extend(current.children)
+        stack.extend(context.children(current))
     return False
 
 
 def _identity_check_in_module(context: FixContext, sentinels: tuple[str, ...], function: cst.FunctionDef) -> int:
-    """The line of an `is` / `is not` comparison with the sentinel outside `function`, 0 when there is none."""
-    import libcst as cst
-
+    """The line of an `is` / `is not` comparison with the sentinel outside `function`, 0 when there is none (the
+    module's comparisons are found once per file, not once per finding)."""
     from kvlint.fixing.context import dotted_name
 
-    stack: list[cst.CSTNode] = [context.module]
-    while stack:
-        current = stack.pop()
-        if current is function:
-            continue
-        if isinstance(current, cst.Comparison):
-            operands = [current.left, *(target.comparator for target in current.comparisons)]
-            for index, target in enumerate(current.comparisons):
-                if isinstance(target.operator, (cst.Is, cst.IsNot)) and any(
-                    _is_sentinel(context, dotted_name(side) or "", sentinels) for side in operands[index : index + 2]
-                ):
-                    return context.span(current).line
-        stack.extend(current.children)
-    return 0
+    return context.identity_comparison_outside(
+        function, ("sentinels", sentinels), lambda side: _is_sentinel(context, dotted_name(side) or "", sentinels)
+    )
 
 
 _IN_PLACE_METHODS = frozenset(
@@ -163,7 +151,7 @@ _IN_PLACE_METHODS = frozenset(
 )
 
 
-def _member_mutated_in_place(function: cst.FunctionDef, name: str) -> str:
+def _member_mutated_in_place(function: cst.FunctionDef, name: str, context: FixContext) -> str:
     """`name.member` as the function mutates it in place (`+=` of a container, an item assignment, a
     mutating method), "" when it does not."""
     import libcst as cst
@@ -195,7 +183,7 @@ def _member_mutated_in_place(function: cst.FunctionDef, name: str) -> str:
             receiver = member_of(current.func.value)
             if receiver and current.func.attr.value in _IN_PLACE_METHODS and dotted_name(current.func):
                 return receiver
-        stack.extend(current.children)
+        stack.extend(context.children(current))
     return ""
 
 
@@ -208,7 +196,7 @@ def _is_sentinel(context: FixContext, spelled: str, sentinels: tuple[str, ...]) 
     return bool(spelled) and all(part.isidentifier() for part in spelled.split(".")) and matches(resolved, sentinels)
 
 
-def _bindings(function: cst.FunctionDef, name: str) -> list[cst.CSTNode]:
+def _bindings(function: cst.FunctionDef, name: str, context: FixContext) -> list[cst.CSTNode]:
     """The statements and clauses of the function (not of nested scopes) that bind `name`."""
     import libcst as cst
 
@@ -235,7 +223,7 @@ def _bindings(function: cst.FunctionDef, name: str) -> list[cst.CSTNode]:
             targets = [alias.asname.name if alias.asname else alias.name for alias in current.names]
         if any(_names(target, name) for target in targets):
             found.append(current)
-        stack.extend(current.children)
+        stack.extend(context.children(current))
     return found
 
 

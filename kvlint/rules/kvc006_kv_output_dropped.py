@@ -77,7 +77,7 @@ def _built_output(returned: object, context: FixContext, output_classes: tuple[s
     function = context.function_of(returned)
     if function is None:
         return True
-    for binding in _bindings(function, returned.value):
+    for binding in _bindings(function, returned.value, context):
         value = getattr(binding, "value", None)
         if not isinstance(value, cst.Call):
             continue

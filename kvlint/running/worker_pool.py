@@ -13,7 +13,9 @@ workers, down to none (the work then runs in this process), said once in
 alone in a fresh process, and reported with `on_crash` if that dies too.
 What every item of a map needs alike (the runner's tree index) is passed as
 `shared`: each worker receives it once, not once per item, and reads it with
-`shared()`.
+`shared()`. Small items travel in batches (`BATCH_ITEMS`, `BATCH_BYTES`): one
+message, one pickle and one answer for many small files, not one each, and what
+the items of a batch share (the run's configuration) is pickled once for all.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from collections.abc import Callable, Iterable, Iterator, Sized
 from typing import Any, BinaryIO
 
 _SIGNALS = {signal.SIGINT, signal.SIGTERM}
+BATCH_ITEMS = 64  # at most this many items in one task ...
+BATCH_BYTES = 1 << 16  # ... and, with `size`, about this many bytes: a large item goes alone
 _shared: Any = None  # in a worker (or this process, running a map itself): the current map's `shared`
 
 
@@ -38,7 +42,7 @@ def shared() -> Any:
     return _shared
 
 
-def _install_shared(blob: bytes | None) -> None:
+def _install_shared(blob: bytes | None) -> None:  # a task of its own: `_Worker.share`
     global _shared
     _shared = None if blob is None else pickle.loads(blob)
 
@@ -63,7 +67,7 @@ class _Worker:
         if it died."""
         if blob is self.shared_blob:
             return
-        self.send((_install_shared, blob))
+        self.send((_install_shared, [blob]))
         succeeded, value = pickle.load(self.results)
         if not succeeded:
             raise value
@@ -146,6 +150,8 @@ class WorkerPool:
         if not self.workers:
             return _in_process(function, [*received, *_items(source)], progress, shared)
         feed = _Feed(source, received, size)
+        if total is not None:
+            feed.read_all()  # a list: every item is known at once, and batches can be cut fairly
         blob = None if shared is None else pickle.dumps(shared, protocol=pickle.HIGHEST_PROTOCOL)
         try:
             return self._distribute(function, feed, total, progress, on_crash, shared, blob)
@@ -170,7 +176,7 @@ class WorkerPool:
                     blob: bytes | None = None) -> list[Any]:
         """Hand the items out to idle workers, reading ahead while all are busy; the answers, in order."""
         results: dict[int, Any] = {}
-        busy: dict[int, tuple[_Worker, int]] = {}  # result fd -> (worker, item index)
+        busy: dict[int, tuple[_Worker, list[int]]] = {}  # result fd -> (worker, the indices of its items)
         idle = list(self.workers)
 
         def finished(index: int, value: Any) -> None:
@@ -191,14 +197,16 @@ class WorkerPool:
                 if not idle:
                     break
                 worker = idle.pop()
-                index = feed.take()
+                batch = feed.take_batch(self._batch_items(feed, total))
                 try:
                     worker.share(blob)
-                    worker.send((function, feed.items[index]))
-                except (OSError, EOFError, pickle.UnpicklingError):  # it died while idle: the item is done
-                    finished(index, self._after_crash(worker, function, feed.items[index], on_crash, idle, blob))
+                    worker.send((function, [feed.items[index] for index in batch]))
+                except (OSError, EOFError, pickle.UnpicklingError):  # it died while idle: the items are done
+                    values = self._after_crash(worker, function, [feed.items[i] for i in batch], on_crash, idle, blob)
+                    for index, value in zip(batch, values):
+                        finished(index, value)
                     continue
-                busy[worker.results.fileno()] = (worker, index)
+                busy[worker.results.fileno()] = (worker, batch)
             if not busy:  # no worker could be started, or every one died: the rest here
                 with _sharing(shared):
                     for index in feed.rest():
@@ -209,28 +217,38 @@ class WorkerPool:
                 feed.read()
             ready, _, _ = select.select(list(busy), [], [], 0 if reading else None)
             for fd in ready:
-                worker, index = busy.pop(fd)
+                worker, batch = busy.pop(fd)
                 try:
-                    succeeded, value = pickle.load(worker.results)
-                except Exception:  # noqa: BLE001 - EOF or a torn pickle: the worker died on this item
-                    value = self._after_crash(worker, function, feed.items[index], on_crash, idle, blob)
+                    succeeded, values = pickle.load(worker.results)
+                except Exception:  # noqa: BLE001 - EOF or a torn pickle: the worker died on one of these items
+                    values = self._after_crash(worker, function, [feed.items[i] for i in batch], on_crash, idle, blob)
                 else:
                     if not succeeded:
-                        raise value
+                        raise values
                     idle.append(worker)
-                finished(index, value)
+                for index, value in zip(batch, values):
+                    finished(index, value)
 
-    def _after_crash(self, worker: _Worker, function: Callable[[Any], Any], item: Any,
-                     on_crash: Callable[[Any], Any] | None, idle: list[_Worker], blob: bytes | None = None) -> Any:
-        """A worker died: its item is retried alone (then reported), and a new worker takes its place."""
+    def _batch_items(self, feed: _Feed, total: int | None) -> int:
+        """How many items the next task may take: up to `BATCH_ITEMS`, but no more than a fair share of what
+        is left, so that the workers finish together (all of it is known once the source is read)."""
+        if total is None and not feed.exhausted:
+            return max(1, min(BATCH_ITEMS, len(feed.pending) // 2))  # still reading: what waits, shared
+        return max(1, min(BATCH_ITEMS, len(feed.pending) // (2 * self.jobs)))
+
+    def _after_crash(self, worker: _Worker, function: Callable[[Any], Any], items: list[Any],
+                     on_crash: Callable[[Any], Any] | None, idle: list[_Worker],
+                     blob: bytes | None = None) -> list[Any]:
+        """A worker died: each of its items is retried alone (then reported), and a new worker takes its
+        place."""
         self.workers.remove(worker)
         worker.close(kill=True)
-        value = _isolated(function, item, on_crash, self.initializer, self.workers, blob)
+        values = [_isolated(function, item, on_crash, self.initializer, self.workers, blob) for item in items]
         replacement = self._fork()
         if replacement is not None:
             self.workers.append(replacement)
             idle.append(replacement)
-        return value
+        return values
 
     def _fork(self) -> _Worker | None:
         try:
@@ -267,6 +285,10 @@ class _Feed:
             self._add(item)
         return True
 
+    def read_all(self) -> None:
+        while self.read():
+            pass
+
     def waiting(self) -> bool:
         """Whether an item waits to be handed out (reading on until one does when none is left over)."""
         while not self.pending:
@@ -278,6 +300,16 @@ class _Feed:
         """The next item to hand out: the first read, or with `size` the largest waiting (so that the
         largest item does not end the map alone)."""
         return heapq.heappop(self.pending)[1]
+
+    def take_batch(self, most: int) -> list[int]:
+        """The next item (`take`) and, up to `most` in all, those after it while, with `size`, they come to no
+        more than `BATCH_BYTES` together."""
+        bytes_taken = -self.pending[0][0]
+        batch = [self.take()]
+        while len(batch) < most and self.pending and bytes_taken - self.pending[0][0] <= BATCH_BYTES:
+            bytes_taken -= self.pending[0][0]
+            batch.append(self.take())
+        return batch
 
     def rest(self) -> list[int]:
         """Every item not handed out yet, the source read to its end."""
@@ -363,14 +395,14 @@ def _become_worker(parent: int) -> None:
 
 
 def _serve(tasks: BinaryIO, results: BinaryIO) -> None:
-    """Answer each `(function, item)` with `(True, result)` or `(False, exception)` until EOF."""
+    """Answer each `(function, items)` with `(True, results)` or `(False, exception)` until EOF."""
     while True:
         try:
-            function, item = pickle.load(tasks)
+            function, items = pickle.load(tasks)
         except EOFError:
             return
         try:
-            answer: tuple[bool, object] = (True, function(item))
+            answer: tuple[bool, object] = (True, [function(item) for item in items])
         except Exception as exc:  # noqa: BLE001 - raised again in the parent, as a pool would
             answer = (False, exc)
         pickle.dump(answer, results, protocol=pickle.HIGHEST_PROTOCOL)
@@ -387,8 +419,8 @@ def _isolated(function: Callable[[Any], Any], item: Any, on_crash: Callable[[Any
     if worker is not None:
         try:
             worker.share(blob)
-            worker.send((function, item))
-            succeeded, value = pickle.load(worker.results)
+            worker.send((function, [item]))
+            succeeded, values = pickle.load(worker.results)
         except Exception:  # noqa: BLE001 - it died as well
             worker.close(kill=True)
         except BaseException:
@@ -397,8 +429,8 @@ def _isolated(function: Callable[[Any], Any], item: Any, on_crash: Callable[[Any
         else:
             worker.close(kill=False)
             if not succeeded:
-                raise value
-            return value
+                raise values
+            return values[0]
     if on_crash is None:
         raise RuntimeError("a worker process crashed")
     return on_crash(item)

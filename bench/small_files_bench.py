@@ -1,0 +1,134 @@
+"""Many small relevant files: what does kvlint cost per file over reading and parsing it? (issue 27)
+
+Writes 10,000 files (100 directories of 100) of three lines each that mention a configured name, in two
+shapes: `finding`, a function that reads `out.kv_connector_output` and dereferences it
+(`.finished_sending`), so every file has one finding (KVC001, with its fix, which libcst builds); and
+`clean`, the same read with a None check, so every file is analysed and has none. Then, for each shape,
+rounds alternating, times:
+
+- the floor: one Python process (`sys.executable`) that reads every file and `ast.parse`s it;
+- `kvlint check --quiet DIR` (default jobs: the CPUs this process may use);
+- `kvlint check --quiet --jobs 1 DIR`;
+- `ruff check --select F --no-cache --isolated DIR` when `~/.cache/kvlint/bench-venvs/ruff` exists.
+
+Wall and CPU (user+sys of the process and its children) medians, and each one's ratio to the floor's
+wall time; issue 27's bound is kvlint at most three times the floor, with 2 CPUs available. The script
+checks that every file's finding (or none) is reported. Run it with the development venv's Python:
+
+    .venv/bin/python bench/small_files_bench.py [--files 10000] [--rounds 5] [--shapes finding clean]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RUFF = Path.home() / ".cache" / "kvlint" / "bench-venvs" / "ruff" / "bin" / "ruff"
+SHAPES = {
+    "finding": "def step_{0}(out):\n    kvo = out.kv_connector_output\n    return kvo.finished_sending\n",
+    "clean": "def step_{0}(out):\n    if (kvo := out.kv_connector_output) is not None:\n"
+             "        return kvo.finished_sending\n",
+}
+FLOOR = """
+import ast, os, sys
+for directory, _, names in os.walk(sys.argv[1]):
+    for name in names:
+        if name.endswith(".py"):
+            with open(os.path.join(directory, name), "rb") as file:
+                ast.parse(file.read())
+"""
+
+
+def write_tree(directory: Path, count: int, source: str) -> None:
+    for number in range(count):
+        package = directory / f"package_{number // 100:03d}"
+        package.mkdir(exist_ok=True)
+        (package / f"module_{number:05d}.py").write_text(source.format(number))
+
+
+def measure(command: list[str], cwd: Path, environment: dict[str, str]) -> tuple[float, float, str]:
+    """Wall seconds, CPU seconds of the command and every process it waited for, and its stdout."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        before = os.times()
+        started = time.perf_counter()
+        completed = subprocess.run(command, cwd=cwd, env=environment, stdout=out, stderr=err, check=False)
+        seconds = time.perf_counter() - started
+        after = os.times()
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if completed.returncode not in (0, 1):
+        raise SystemExit(f"{command[0]} failed: {stderr.decode(errors='replace')[-500:]}")
+    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    return seconds, cpu, stdout.decode("utf-8", "replace")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--shapes", nargs="+", choices=sorted(SHAPES), default=["finding", "clean"])
+    args = parser.parse_args()
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    environment.pop("KVLINT_CACHE_DIR", None)
+    print(f"{args.files:,} files of three lines, {len(os.sched_getaffinity(0))} CPUs, {args.rounds} rounds")
+    for shape in args.shapes:
+        runs = measure_shape(shape, args.files, args.rounds, environment)
+        floor = statistics.median(seconds for seconds, _ in next(iter(runs.values())))
+        print()
+        print(f"`{shape}` files:")
+        print()
+        print("| command | wall median s | min s | max s | CPU median s | wall / floor |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: |")
+        for name, measured in runs.items():
+            walls = [seconds for seconds, _ in measured]
+            cpu = statistics.median(c for _, c in measured)
+            wall = statistics.median(walls)
+            print(f"| {name} | {wall:.3f} | {min(walls):.3f} | {max(walls):.3f} | {cpu:.3f} | {wall / floor:.2f} |")
+    return 0
+
+
+def measure_shape(
+    shape: str, files: int, rounds: int, environment: dict[str, str]
+) -> dict[str, list[tuple[float, float]]]:
+    """Each command's (wall, CPU) per round over a tree of `files` files of that shape."""
+    expected = files if shape == "finding" else 0
+    with tempfile.TemporaryDirectory(prefix="kvlint-small-") as temporary:
+        directory = Path(temporary)
+        tree = directory / "tree"
+        tree.mkdir()
+        write_tree(tree, files, SHAPES[shape])
+        kvlint = [sys.executable, "-m", "kvlint", "check", "--quiet"]
+        commands = {
+            "floor: read and `ast.parse` each file, one process": [sys.executable, "-c", FLOOR, "tree"],
+            "`kvlint check --quiet`": [*kvlint, "tree"],
+            "`kvlint check --quiet --jobs 1`": [*kvlint, "--jobs", "1", "tree"],
+        }
+        if RUFF.exists():
+            commands["`ruff check --select F --no-cache --isolated`"] = [
+                str(RUFF), "check", "--select", "F", "--no-cache", "--isolated", "tree"]
+        for command in commands.values():  # the page cache, and the first imports' .pyc files
+            measure(command, directory, environment)
+        runs: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+        for round_number in range(rounds):
+            names = list(commands) if round_number % 2 == 0 else list(reversed(commands))
+            for name in names:
+                seconds, cpu, stdout = measure(commands[name], directory, environment)
+                if name.startswith("`kvlint"):
+                    found = stdout.count(" KVC")
+                    if found != expected:
+                        raise SystemExit(f"{name}: {found} findings, expected {expected}")
+                runs[name].append((seconds, cpu))
+            print(f"  {shape}: round {round_number + 1} done", file=sys.stderr, flush=True)
+    return runs
+
+
+if __name__ == "__main__":
+    sys.exit(main())
