@@ -35,7 +35,7 @@ Tree = tuple[dict[cst.CSTNode, tuple[int, int, int, int]], dict[int, cst.CSTNode
 SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
-def dotted_name(node: cst.CSTNode) -> str | None:
+def cst_dotted_name(node: cst.CSTNode) -> str | None:
     """Return `a.b.c` for a libcst Name/Attribute chain, else None."""
     parts: list[str] = []
     while isinstance(node, cst.Attribute):
@@ -47,7 +47,7 @@ def dotted_name(node: cst.CSTNode) -> str | None:
     return ".".join(reversed(parts))
 
 
-def is_none_literal(node: cst.CSTNode) -> bool:
+def is_cst_none(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Name) and node.value == "None" and not node.lpar
 
 
@@ -376,7 +376,7 @@ class FixContext:
 
 def is_simple_reference(node: cst.BaseExpression) -> bool:
     """A name or a member chain of names: evaluating it twice reads the same thing."""
-    return dotted_name(node) is not None and not getattr(node, "lpar", ())
+    return cst_dotted_name(node) is not None and not getattr(node, "lpar", ())
 
 
 def _bound_in(function: cst.FunctionDef, children: Callable[[cst.CSTNode], Sequence[cst.CSTNode]]) -> set[str]:
@@ -390,7 +390,7 @@ def _bound_in(function: cst.FunctionDef, children: Callable[[cst.CSTNode], Seque
             if isinstance(target, cst.Name):
                 found.add(target.value)
         elif isinstance(current, cst.ImportAlias) and current.asname is None:
-            found.add((dotted_name(current.name) or "").partition(".")[0])
+            found.add((cst_dotted_name(current.name) or "").partition(".")[0])
         elif isinstance(current, (cst.FunctionDef, cst.ClassDef)):
             found.add(current.name.value)
         elif isinstance(current, (cst.Global, cst.Nonlocal)):

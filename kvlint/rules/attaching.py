@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from kvlint.fixing.context import NoFix, is_none_literal
+from kvlint.fixing.context import NoFix, is_cst_none
 from kvlint.fixing.model import Edit
 from kvlint.sites import Site
 
@@ -68,26 +68,26 @@ def return_with_output(site: Site, context: FixContext, value: str, keep_none: b
 def _bare(value: cst.BaseExpression | None, context: FixContext, invariant: Invariant) -> bool:
     """What is returned carries nothing the attaching helper's new output would lose: None, the sentinel
     itself or a copy of it made in the `return`. A name may hold a copy with other fields set."""
-    from kvlint.fixing.context import dotted_name
+    from kvlint.fixing.context import cst_dotted_name
     from kvlint.rules.kvc004_shared_sentinel_mutation import _is_sentinel
 
-    if value is None or is_none_literal(value):
+    if value is None or is_cst_none(value):
         return True
     if _is_copy(value, context):
         value = value.args[0].value if len(value.args) == 1 else None  # type: ignore[union-attr]
-    spelled = dotted_name(value) if value is not None else None
+    spelled = cst_dotted_name(value) if value is not None else None
     return bool(spelled) and _is_sentinel(context, spelled or "", invariant.empty_sentinels)
 
 
 def _is_copy(value: cst.BaseExpression | None, context: FixContext) -> bool:
     """`copy.copy(...)`, `copy.deepcopy(...)` or `dataclasses.replace(...)`, however the module spells them."""
     from kvlint.flow.expressions import COPY_FUNCTIONS
-    from kvlint.fixing.context import dotted_name
+    from kvlint.fixing.context import cst_dotted_name
     from kvlint.binding.names import matches
 
     if not isinstance(value, cst.Call):
         return False
-    return matches(context.imports.resolve_dotted(dotted_name(value.func) or ""), COPY_FUNCTIONS)
+    return matches(context.imports.resolve_dotted(cst_dotted_name(value.func) or ""), COPY_FUNCTIONS)
 
 
 def _returned(node: cst.Return, context: FixContext) -> str:
@@ -97,7 +97,7 @@ def _returned(node: cst.Return, context: FixContext) -> str:
 def _sentinel(node: cst.Return, context: FixContext, invariant: Invariant) -> str:
     """The sentinel as the returned expression spells it, else as the module names it."""
     value = node.value
-    if value is not None and not is_none_literal(value):
+    if value is not None and not is_cst_none(value):
         return context.code(value)  # the sentinel, an alias or a bare copy of it: a copy of it is as empty
     spelled = context.local_spelling(invariant.empty_sentinels)
     if spelled is not None and not context.visible_at_runtime(spelled, node):
@@ -116,7 +116,7 @@ def keyword_edit(call: cst.Call, context: FixContext, keyword: str, value: str) 
     one in the call's own layout (one argument per line keeps that)."""
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == keyword:
-            if not is_none_literal(arg.value):
+            if not is_cst_none(arg.value):
                 raise NoFix(f"the call passes `{keyword}=` already")
             return context.replace(context.span(arg.value), value)
     if any(arg.star for arg in call.args):
@@ -153,9 +153,9 @@ def keyword_edit(call: cst.Call, context: FixContext, keyword: str, value: str) 
 
 def _fields(call: cst.Call, context: FixContext) -> tuple[str, ...] | None:
     """The constructed class's fields in positional order, None when the tree does not declare the class."""
-    from kvlint.fixing.context import dotted_name
+    from kvlint.fixing.context import cst_dotted_name
 
-    spelled = dotted_name(call.func) or ""
+    spelled = cst_dotted_name(call.func) or ""
     resolved = context.imports.resolve_dotted(spelled) if spelled else ""
     if resolved and "." not in resolved and context.module_name:
         resolved = f"{context.module_name}.{resolved}"

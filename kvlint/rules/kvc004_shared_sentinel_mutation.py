@@ -85,7 +85,7 @@ def _identity_use(
     `name` is returned and the module compares outputs with the sentinel by identity."""
     import libcst as cst
 
-    from kvlint.fixing.context import dotted_name, is_none_literal
+    from kvlint.fixing.context import cst_dotted_name, is_cst_none
 
     compared = (cst.Is, cst.IsNot, cst.Equal, cst.NotEqual)
     value = getattr(binding, "value", None)
@@ -102,11 +102,11 @@ def _identity_use(
                 pair = operands[index : index + 2]
                 if isinstance(target.operator, compared) and any(
                     isinstance(side, cst.Name) and side.value == name for side in pair
-                ) and not any(is_none_literal(side) for side in pair):
+                ) and not any(is_cst_none(side) for side in pair):
                     return (f"`{context.short(context.code(current))}` compares `{name}`: with a copy of the "
                             "sentinel its result would change")
         if isinstance(current, (cst.Name, cst.Attribute)):
-            spelled = dotted_name(current)
+            spelled = cst_dotted_name(current)
             if spelled and _is_sentinel(context, spelled, sentinels):
                 where = context.span(current)
                 if late or (where.line, where.column) > (start.end_line, start.end_column):
@@ -139,10 +139,10 @@ def _contains(outer: cst.CSTNode, node: cst.CSTNode, context: FixContext) -> boo
 def _identity_check_in_module(context: FixContext, sentinels: tuple[str, ...], function: cst.FunctionDef) -> int:
     """The line of an `is` / `is not` comparison with the sentinel outside `function`, 0 when there is none (the
     module's comparisons are found once per file, not once per finding)."""
-    from kvlint.fixing.context import dotted_name
+    from kvlint.fixing.context import cst_dotted_name
 
     return context.identity_comparison_outside(
-        function, ("sentinels", sentinels), lambda side: _is_sentinel(context, dotted_name(side) or "", sentinels)
+        function, ("sentinels", sentinels), lambda side: _is_sentinel(context, cst_dotted_name(side) or "", sentinels)
     )
 
 
@@ -156,7 +156,7 @@ def _member_mutated_in_place(function: cst.FunctionDef, name: str, context: FixC
     mutating method), "" when it does not."""
     import libcst as cst
 
-    from kvlint.fixing.context import dotted_name
+    from kvlint.fixing.context import cst_dotted_name
 
     def member_of(node: cst.CSTNode) -> str:
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == name:
@@ -181,7 +181,7 @@ def _member_mutated_in_place(function: cst.FunctionDef, name: str, context: FixC
                 return member_of(target.value)  # an item of the member: the list or dict itself changes
         if isinstance(current, cst.Call) and isinstance(current.func, cst.Attribute):
             receiver = member_of(current.func.value)
-            if receiver and current.func.attr.value in _IN_PLACE_METHODS and dotted_name(current.func):
+            if receiver and current.func.attr.value in _IN_PLACE_METHODS and cst_dotted_name(current.func):
                 return receiver
         stack.extend(context.children(current))
     return ""

@@ -40,7 +40,7 @@ def fix(site: Site, context: FixContext) -> Fix:
     import libcst as cst
 
     from kvlint.fixing.context import NoFix
-    from kvlint.fixing.context import dotted_name, is_none_literal
+    from kvlint.fixing.context import cst_dotted_name, is_cst_none
     from kvlint.binding.names import matches
     from kvlint.rules.attaching import keyword_edit, return_with_output, the_candidate
 
@@ -53,13 +53,13 @@ def fix(site: Site, context: FixContext) -> Fix:
     returned = node.value
     invariant = context.invariant(site.invariant)
     if isinstance(returned, cst.Call) and matches(
-        context.imports.resolve_dotted(dotted_name(returned.func) or ""), invariant.output_classes
+        context.imports.resolve_dotted(cst_dotted_name(returned.func) or ""), invariant.output_classes
     ):
         edit = keyword_edit(returned, context, invariant.field_name, value)
         return Fix(f"Pass `{invariant.field_name}={value}`", Applicability.UNSAFE, (edit,))
     if returned is not None and _built_output(returned, context, invariant.output_classes):
         raise NoFix("the returned output is built elsewhere: attach the connector output where it is built")
-    keep_none = returned is None or is_none_literal(returned)
+    keep_none = returned is None or is_cst_none(returned)
     title, edits = return_with_output(site, context, value, keep_none=keep_none and value not in site.proven_candidates)
     return Fix(title, Applicability.UNSAFE, edits)
 
@@ -68,7 +68,7 @@ def _built_output(returned: object, context: FixContext, output_classes: tuple[s
     """The returned name is bound to an output construction in the function (not to the sentinel)."""
     import libcst as cst
 
-    from kvlint.fixing.context import dotted_name
+    from kvlint.fixing.context import cst_dotted_name
     from kvlint.binding.names import matches
     from kvlint.rules.kvc004_shared_sentinel_mutation import _bindings
 
@@ -81,7 +81,7 @@ def _built_output(returned: object, context: FixContext, output_classes: tuple[s
         value = getattr(binding, "value", None)
         if not isinstance(value, cst.Call):
             continue
-        if matches(context.imports.resolve_dotted(dotted_name(value.func) or ""), output_classes):
+        if matches(context.imports.resolve_dotted(cst_dotted_name(value.func) or ""), output_classes):
             return True
     return False
 
