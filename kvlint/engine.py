@@ -351,7 +351,7 @@ def analyse_prepared(
     suppress: bool = True,
     fixes: bool = True,
 ) -> FileReport:
-    """The costly stage: the flow analysis over the relevant units, the rules, and fixes for the findings.
+    """The costly stage: the flow analysis over the relevant units (`_sites`), then `judge`.
 
     `extra_names` make more units relevant (the runner passes the tree index's
     Optional-returning function names, so their call sites are analysed).
@@ -378,11 +378,21 @@ def analyse_prepared(
         message = " ".join(message.split())[:300] + " (run with --verbose for the traceback)"
         finding = Finding(prepared.display_path, 1, 0, INTERNAL_ERROR, message, 1, 0)
         return FileReport(prepared.display_path, findings=(finding,), traceback=traceback.format_exc())
+    return judge(prepared, config, sites, markers, fix_context if fixes else None, suppress)
+
+
+def judge(
+    prepared: PreparedFile, config: Config, sites: Sequence[Site],
+    markers: dict[Span, tuple[str, tuple[str, ...], str]], fix_context: Callable[[], FileFixes] | None,
+    suppress: bool = True,
+) -> FileReport:
+    """The last step: the rules' findings from the analysed sites and the connector-path markers, what
+    suppression keeps of them, and their fixes (`fix_context` None: none are built)."""
     judged = {finding: (site, rule) for finding, site, rule in _findings(sites, prepared)}
     marker_rule = RULES[INEFFECTIVE_MARKER]
     judged.update({finding: (None, marker_rule) for finding in _marker_findings(markers, prepared, config)})
     kept = _unsuppressed(judged, prepared, config, suppress)
-    if fixes and any(judged[finding][1].fix is not None for finding in kept):
+    if fix_context is not None and any(judged[finding][1].fix is not None for finding in kept):
         kept = _run_with_deep_stack(lambda: _with_fixes(kept, judged, fix_context))
     return FileReport(prepared.display_path, tuple(sites), tuple(kept), analysed=True)
 
