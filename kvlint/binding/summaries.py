@@ -124,7 +124,7 @@ def function_summaries(
             drops = end is not None and not _keeps(region, name, fields)
             resolved = resolve(holder)
             found.extend(
-                HolderUse(qualname, method, resolved, drops, end if drops and end is not None else test_line)
+                HolderUse(qualname, method, resolved, drops, end if drops and end else test_line)
                 for method in sorted(methods)
             )
     return found
