@@ -196,3 +196,42 @@ def test_the_runs_workers_freeze_what_they_inherit_and_collect_young_objects_rar
     assert {pid for *_, pid in settings} - {os.getpid()}  # answered by workers
     assert all(frozen > 0 and young == 100_000 for frozen, young, _ in settings)  # as the command line sets it
     assert gc.get_threshold() == before  # this process keeps its own collector settings
+
+
+def _crash_on_37(x: int) -> int:
+    if x == 37:
+        os._exit(9)
+    return x * 2
+
+
+def test_small_items_travel_in_batches_and_a_crash_costs_only_its_own_item(monkeypatch: pytest.MonkeyPatch) -> None:
+    """10,000 small files once went in 10,000 messages each way; now a message carries up to `BATCH_ITEMS`
+    of them (a fair share of what is left). A worker dying on one item of a batch costs that item only:
+    the others of its batch are retried alone and answer."""
+    from kvlint.running import worker_pool
+
+    sent: list[int] = []
+    real_send = worker_pool._Worker.send
+
+    def counting(self, task):  # type: ignore[no-untyped-def]
+        sent.append(len(task[1]))
+        real_send(self, task)
+
+    monkeypatch.setattr(worker_pool._Worker, "send", counting)
+    with WorkerPool(2, 1000) as pool:
+        assert pool.map(_square, list(range(1000)), size=lambda x: 10) == [n * n for n in range(1000)]
+        assert sum(sent) == 1000 and max(sent) == worker_pool.BATCH_ITEMS
+        assert len(sent) < 100
+        sent.clear()
+        crashed = pool.map(_crash_on_37, list(range(200)), on_crash=lambda x: -1)
+    assert crashed == [-1 if n == 37 else n * 2 for n in range(200)]
+    assert max(sent) > 1  # 37 was in a batch with others
+
+
+def test_a_large_item_goes_alone() -> None:
+    from kvlint.running.worker_pool import BATCH_BYTES, _Feed
+
+    sizes = [BATCH_BYTES // 4] * 8 + [BATCH_BYTES * 2]
+    feed = _Feed(iter(range(len(sizes))), [], size=lambda index: sizes[index])
+    feed.read_all()
+    assert [feed.take_batch(64) for _ in range(3)] == [[8], [0, 1, 2, 3], [4, 5, 6, 7]]
