@@ -4,7 +4,7 @@ A file is read again here (its bytes, its encoding: a BOM, a coding cookie), fix
 as it was, and written atomically with its mode kept (`kvlint.atomic`); a file whose bytes changed
 on disk since they were read is not written.
 
-What is never written (README, "What kvlint promises"): a file that is no longer a regular file (a FIFO put in
+What is never written (docs/design.md, "What kvlint promises"): a file that is no longer a regular file (a FIFO put in
 its place is never opened for a blocking read), a file reached through a symlink that resolves outside the
 paths given, a file the user may not write (`os.access` and the mode's write bits: root does not replace a
 0444 file either), and a file whose identity (device, inode, size, mtime, ctime) changed between the read
