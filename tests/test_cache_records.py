@@ -23,6 +23,7 @@ from kvlint.running import run_record, runner
 from kvlint.running.run_record import CACHE_FORMAT
 from kvlint.running.runner import RunResult, run
 from tests.conftest import run_kvlint
+from tests.test_cache import CONSUMER, PROVIDER  # a helper declared Optional in one file, used in another
 
 BAD = (
     "from vllm.v1.outputs import KVConnectorOutput\n"
@@ -313,24 +314,6 @@ def test_the_command_line_replays_the_same_bytes(tree: Path) -> None:
         assert json.loads(warm.stdout)["findings"] == json.loads(audit.stdout)["findings"]
     # one record and its reports: check and audit share it
     assert len(list((cache / f"kvlint-v{CACHE_FORMAT}" / "runs").iterdir())) == 2
-
-
-PROVIDER = """\
-from vllm.v1.outputs import KVConnectorOutput
-
-
-def latest_output(runner) -> KVConnectorOutput | None:
-    return runner.latest
-"""
-
-CONSUMER = """\
-from provider import latest_output
-
-
-def finished(runner):
-    kvo = latest_output(runner)
-    return kvo.finished_sending
-"""
 
 
 def test_the_hook_sees_a_change_in_a_module_its_file_imports(
