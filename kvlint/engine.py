@@ -37,7 +37,7 @@ from kvlint.noqa import NoqaLines, is_suppressed
 from kvlint.rules import INTERNAL_ERROR, RULES, SYNTAX_ERROR, INEFFECTIVE_MARKER, site_rules
 from kvlint.sites import Site, Span
 from kvlint.source import SourceError, decode_source, parse_source, reject_nul, split_lines
-from kvlint.binding.declarations import Declaration, module_declarations
+from kvlint.binding.declarations import Declaration, module_declarations, producer_facts_wanted
 from kvlint.binding.tree_index import TreeIndex
 
 if TYPE_CHECKING:
@@ -171,16 +171,8 @@ def prepare_source(
     statements = walk_statements(tree)
     prepared.imports = ImportTable.from_statements(statements, module_name, is_package)
 
-    def mentioned(names: Iterable[str]) -> tuple[str, ...]:  # a str.find per name spares an `ast` walk
-        return tuple(name for name in names if name.rpartition(".")[2] in text)
-
     prepared.declarations = module_declarations(
-        tree, module_name, prepared.imports, config.empty_sentinels,
-        mentioned((*config.output_classes, *config.empty_sentinels)) and config.output_classes,
-        [
-            (invariant.name, mentioned(invariant.connector_guards), mentioned(invariant.connector_contexts))
-            for invariant in config.invariants.invariants
-        ],
+        tree, module_name, prepared.imports, config.empty_sentinels, *producer_facts_wanted(text, config),
         config.optional_fields,
     )
     optional_attributes = declared_optional_attributes(statements, prepared.imports, config.payload_classes)

@@ -226,3 +226,50 @@ def test_a_star_import_binds_the_public_names_its_module_declares(tmp_path: Path
     assert index.canonical("pkg._fail_quietly") == "pkg._fail_quietly"
     assert index.canonical("pkg.missing") == "pkg.missing"
     assert index.never_returns("fail", "pkg") and not index.never_returns("_fail_quietly", "pkg")
+
+
+REALISTIC = sorted(path.name for path in FIXTURES.glob("realistic*") if path.is_dir())
+
+
+@pytest.mark.parametrize("suite", REALISTIC)
+def test_each_file_of_a_realistic_project_checked_alone_reports_what_check_dot_does(
+    suite: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook's promise: `kvlint check FILE` reports on FILE what `kvlint check .` reports on it, also
+    where the verdict rests on how the unchanged files call FILE's functions (realistic_c's mixin: a producer
+    every call of which, in the runners, is on a connector path)."""
+    shutil.copytree(FIXTURES / suite, tmp_path / "pkg")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")
+    monkeypatch.chdir(tmp_path)
+    whole = _found([Path(".")])
+    assert whole, suite
+    for path in sorted(Path("pkg").glob("*.py")):
+        relative = path.as_posix()
+        assert _found([path]) == Counter({k: n for k, n in whole.items() if k[0] == relative}), relative
+
+
+def test_a_warm_hook_run_sees_a_runner_call_its_producer_off_the_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`kvlint check kv_mixin.py --cache-dir` counts the runners' calls of `_poll_finished_transfers` (all on a
+    connector path, so the sentinel it returns is KVC002); its run record holds the runners it read, so once a
+    runner calls it off the path too, the next run is not a replay and the finding goes."""
+    from kvlint.running import run_record
+
+    monkeypatch.setattr(run_record, "RACY_NS", 0)  # every status counts as settled (tests/test_cache_records.py)
+    shutil.copytree(FIXTURES / "realistic_c", tmp_path / "project" / "pkg")
+    (tmp_path / "project" / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")
+    monkeypatch.chdir(tmp_path / "project")
+
+    def check() -> tuple[list[tuple[int, str]], bool]:
+        result = run([Path("pkg/kv_mixin.py")], Config(), jobs=1, cache_dir=tmp_path / "cache")
+        return [(f.line, f.code) for f in result.findings if f.line == 102], result.index is None
+
+    assert check() == ([(102, "KVC002")], False)
+    assert check() == ([(102, "KVC002")], True)  # replayed
+    runner = Path("pkg/tpu_runner.py")
+    runner.write_text(runner.read_text().replace(
+        "            return EMPTY_MODEL_RUNNER_OUTPUT\n",
+        "            return self._poll_finished_transfers(scheduler_output)\n", 1,
+    ))
+    assert check() == ([], False)

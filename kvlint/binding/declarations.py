@@ -20,6 +20,10 @@ from dataclasses import dataclass
 from kvlint.binding.names import ImportTable, ast_dotted_name, child_statements, matches, walk_statements
 from kvlint.binding.summaries import HolderUse, ParkedReturn, PassThrough, function_summaries
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from kvlint.config import Config
+
 Resolver = Callable[[str], str]
 
 NO_RETURN_TYPES = ("typing.NoReturn", "typing.Never", "typing_extensions.NoReturn", "typing_extensions.Never")
@@ -135,6 +139,22 @@ class PathCalls:
 
 
 @dataclass(frozen=True)
+class Mentions:
+    """How a project file beyond the files of the run names the run's producers (the pre-commit hook's view of
+    the rest of the project): what a whole-tree run counts in it to decide whether a producer is only ever
+    called on a connector path (`TreeIndex.callee_candidates`). Its connector-path calls are its `PathCalls`."""
+
+    module: str
+    words: tuple[tuple[str, int], ...]  # each name's mentions as a word, less its `def`s (`word_mentions`)
+    definitions: tuple[tuple[str, int], ...] = ()  # the functions and methods of each name it defines
+    skipped: bool = False  # the byte scan skips the file: that it names one at all is what counts
+
+    def to_json(self) -> list[object]:
+        return ["n", self.module, [list(item) for item in self.words], [list(item) for item in self.definitions],
+                self.skipped]
+
+
+@dataclass(frozen=True)
 class ModuleDecl:
     """A module of the run and the modules its imports name (`a.b` for `import a.b`, `a.b.C` for
     `from a.b import C`: the binder finds which of them is a module)."""
@@ -162,7 +182,8 @@ class GlobalDecl:
         return ["g", self.qualname, self.type.to_json()]
 
 
-Declaration = FunctionDecl | ClassDecl | GlobalDecl | PathCalls | ModuleDecl | HolderUse | PassThrough | ParkedReturn
+Declaration = (FunctionDecl | ClassDecl | GlobalDecl | PathCalls | ModuleDecl | HolderUse | PassThrough | ParkedReturn
+               | Mentions)
 
 
 def declaration_from_json(data: list[object]) -> Declaration:
@@ -185,6 +206,10 @@ def declaration_from_json(data: list[object]) -> Declaration:
         return ModuleDecl(str(module), tuple(map(str, imports)),  # type: ignore[call-overload]
                           tuple((str(name), str(target)) for name, target in aliases),  # type: ignore[union-attr]
                           tuple(map(str, called)), bool(outside), tuple(map(str, stars)))  # type: ignore[call-overload]
+    if tag == "n":
+        _, module, words, definitions, skipped = data
+        return Mentions(str(module), tuple((str(n), int(c)) for n, c in words),  # type: ignore[union-attr]
+                        tuple((str(n), int(c)) for n, c in definitions), bool(skipped))  # type: ignore[union-attr]
     if tag == "p":
         _, module, counts = data
         return PathCalls(str(module), tuple((str(n), int(c)) for n, c in counts))  # type: ignore[union-attr]
@@ -564,6 +589,24 @@ def module_declarations(
         found.append(PathCalls(module_name, tuple(sorted(counts.items()))))
     return sorted(found, key=lambda d: (type(d).__name__, getattr(d, "qualname", getattr(d, "module", "")),
                                         repr(d) if isinstance(d, (HolderUse, PassThrough)) else ""))
+
+
+PathNames = list[tuple[str, tuple[str, ...], tuple[str, ...]]]  # (invariant, the guards, the contexts mentioned)
+
+
+def producer_facts_wanted(text: str, config: Config) -> tuple[tuple[str, ...], PathNames]:
+    """What `module_declarations` needs of a relevant file's text to find its producers and its connector-path
+    calls: the output classes when it names one or a sentinel (else none), and each invariant's name with the
+    guards and contexts of it the text mentions. A `str.find` per name spares an `ast` walk."""
+
+    def mentioned(names: Iterable[str]) -> tuple[str, ...]:
+        return tuple(name for name in names if name.rpartition(".")[2] in text)
+
+    outputs = config.output_classes if mentioned((*config.output_classes, *config.empty_sentinels)) else ()
+    return outputs, [
+        (invariant.name, mentioned(invariant.connector_guards), mentioned(invariant.connector_contexts))
+        for invariant in config.invariants.invariants
+    ]
 
 
 def _called_imports(statements: Iterable[ast.stmt], imports: ImportTable) -> tuple[str, ...]:

@@ -11,6 +11,10 @@ only what can change a verdict:
   one level further, the modules that declare its classes' bases and what it re-exports of what was asked;
 - a module that defines a function the relevant files call as a statement or in a condition, where it
   may never return or be a `TypeGuard`/`TypeIs` predicate (a `NoReturn` helper in a sibling module).
+
+What imports the run's files, rather than what they import, is read from the rest of the project when the
+run is not the whole project (the pre-commit hook): the callers of a function that parks a KV output on the
+holder it returns, and the calls of the producers the run defines (`ProjectBeyondRun`).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,9 +35,12 @@ from kvlint.binding.search_path import (  # re-exported: where they were first
     search_path_for,
     top_package_root,
 )
-from kvlint.binding.declarations import ClassDecl, Declaration, FunctionDecl, ModuleDecl, PathCalls, module_declarations
+from kvlint.binding.declarations import (
+    ClassDecl, Declaration, FunctionDecl, Mentions, ModuleDecl, PathCalls, module_declarations, producer_facts_wanted,
+)
 from kvlint.binding.names import ImportTable, matches, walk_statements
 from kvlint.binding.summaries import HolderUse, ParkedReturn, PassThrough
+from kvlint.binding.tree_index import defined_names, word_mentions
 from kvlint.byte_scan import mentions_any
 from kvlint.source import SourceError, decode_source, module_name_for, parse_source
 
@@ -224,11 +232,60 @@ def imported_declarations_for(
         return declared
 
     found = imported_declarations(importers, search, {decl.module for decl in importers}, config.names(), declare)
-    return found + caller_declarations(declarations, config, paths, search)
+    project = ProjectBeyondRun(config, paths, search)
+    return (found + caller_declarations(declarations, config, paths, search, project)
+            + callee_declarations(declarations, config, project))
+
+
+class ProjectBeyondRun:
+    """The project's files beyond the run (the pre-commit hook passes the changed files, and a file checked
+    alone gets what `kvlint check .` gives it), walked as a whole-tree run walks them and read once, only when
+    asked. The search path notes every file read and directory listed: a run's record replays only while none
+    of them changed."""
+
+    def __init__(self, config: Config, paths: Sequence[Path], search: SearchPath | None) -> None:
+        self.config, self.paths, self.search = config, paths, search
+        self._files: list[tuple[Path, bytes]] | None = None
+
+    def files(self) -> list[tuple[Path, bytes]]:
+        """(path, bytes) of each; empty when the run holds the whole project."""
+        if self._files is None:
+            self._files = self._read()
+        return self._files
+
+    def _read(self) -> list[tuple[Path, bytes]]:
+        from kvlint.config import project_root  # the config layer reads the binder: imported here, not at the top
+
+        paths = self.paths
+        root = (project_root(paths[0]) if paths else None) or Path(os.curdir).resolve()  # no marker: the cwd
+        if any(root.is_relative_to(Path(path).resolve()) for path in paths):
+            return []  # the run holds the whole project already
+        from kvlint.running.discovery import SourceFile, is_skipped_directory, iter_python_files  # the walk is theirs
+
+        in_run = tuple(os.path.join(os.path.abspath(path), "") for path in paths)  # the run read those already
+        tops = [  # the project's top entries as the walk would take them, but not a directory of the run again
+            root / name for name in sorted(os.listdir(root))
+            if not is_skipped_directory(str(root), name)
+            and os.path.join(os.path.abspath(root / name), "") not in in_run
+        ]
+        listed: list[str] = [str(root)]
+        read: list[str] = []
+        found: list[tuple[Path, bytes]] = []
+        for entry in iter_python_files(tops, self.config, listed) if tops else ():
+            if not isinstance(entry, SourceFile) or os.path.abspath(entry.path).startswith(in_run):
+                continue
+            read.append(os.fspath(entry.path))
+            data = _read(Path(entry.path))
+            if data is not None:
+                found.append((Path(entry.path), data))
+        if self.search is not None:
+            self.search.note(read, listed)
+        return found
 
 
 def caller_declarations(
     declarations: Sequence[Declaration], config: Config, paths: Sequence[Path], search: SearchPath | None = None,
+    project: ProjectBeyondRun | None = None,
 ) -> list[Declaration]:
     """What the rest of the project does with the holders the run's functions return with a KV output parked
     on them (`binding.summaries`): the pre-commit hook passes the changed runner, not the unchanged worker
@@ -245,35 +302,16 @@ def caller_declarations(
     })
     if not holders:
         return []  # it sets the field on what it returns, an output: that is attaching, not parking
-    from kvlint.config import project_root  # the config layer reads the binder: imported here, not at the top
-
-    root = (project_root(paths[0]) if paths else None) or Path(os.curdir).resolve()  # no marker: the cwd
-    if any(root.is_relative_to(Path(path).resolve()) for path in paths):
-        return []  # the run holds the whole project already
-    from kvlint.running.discovery import SourceFile, is_skipped_directory, iter_python_files  # the walk is theirs
-
+    project = project if project is not None else ProjectBeyondRun(config, paths, search)
     analysed = {decl.module for decl in declarations if isinstance(decl, ModuleDecl)}
-    in_run = tuple(os.path.join(os.path.abspath(path), "") for path in paths)  # the run read those already
     names = config.names()
     candidates: list[tuple[bytes, str, bool]] = []
-    tops = [  # the project's top entries as the walk would take them, but not a directory of the run again
-        root / name for name in sorted(os.listdir(root))
-        if not is_skipped_directory(str(root), name) and os.path.join(os.path.abspath(root / name), "") not in in_run
-    ]
-    listed: list[str] = [str(root)]
-    read: list[str] = []
-    for entry in iter_python_files(tops, config, listed) if tops else ():
-        if not isinstance(entry, SourceFile) or os.path.abspath(entry.path).startswith(in_run):
-            continue
-        read.append(os.fspath(entry.path))
-        data = _read(Path(entry.path))
-        if data is None or not any(holder in data for holder in holders) or not mentions_any(data, names):
+    for path, data in project.files():
+        if not any(holder in data for holder in holders) or not mentions_any(data, names):
             continue  # a file a whole-tree run skips says nothing there either
-        module, is_package = module_name_for(Path(entry.path))
+        module, is_package = module_name_for(path)
         if module not in analysed:
             candidates.append((data, module, is_package))
-    if search is not None:  # a run's record of what it read replays only while none of these changed
-        search.note(read, listed)
     found: list[Declaration] = []
     passing = [decl for decl in declarations if isinstance(decl, PassThrough)]
     summaries: dict[str, list[HolderUse | PassThrough]] = {}  # by module: each candidate is parsed once
@@ -292,6 +330,64 @@ def caller_declarations(
                     found.append(decl)
                     if isinstance(decl, PassThrough):
                         wanted.add(decl.caller.rpartition(".")[2])
+    return found
+
+
+def callee_declarations(
+    declarations: Sequence[Declaration], config: Config, project: ProjectBeyondRun,
+) -> list[Declaration]:
+    """How the rest of the project calls the run's producers: a producer every mention of which in the tree
+    is a call on a connector path is on that path itself (`TreeIndex.callee_candidates`), and the hook that
+    checks the mixin alone must count the runners' calls as `kvlint check .` does. For each project file that
+    names one: its connector-path calls and its mentions when a whole-tree run analyses it, that it names one
+    at all when the byte scan skips it. Empty when the run defines no producer, or holds the whole project."""
+    own = [decl for decl in declarations if isinstance(decl, FunctionDecl)]
+    defined = Counter(decl.name for decl in own)
+    wanted = sorted({decl.name for decl in own if decl.returns_output and defined[decl.name] == 1})
+    if not wanted:
+        return []
+    analysed = {decl.module for decl in declarations if isinstance(decl, ModuleDecl)}
+    names = config.names()
+    found: list[Declaration] = []
+    named_in: list[tuple[str, bool, str, list[str]]] = []  # the relevant files naming one: module, text, names
+    unsettled = set(wanted)  # named by no file the byte scan skips (that alone settles a name: not a callee)
+    for path, data in project.files():
+        named = [name for name in wanted if name.encode() in data]
+        if not named:
+            continue
+        module, is_package = module_name_for(path)
+        if module in analysed:
+            continue  # two files of one module name: the run's own is the one it knows
+        text = None
+        if mentions_any(data, names):
+            try:
+                text = decode_source(data)
+            except SourceError:
+                text = None
+        if text is None or not mentions_any(text, names):
+            found.append(Mentions(module, tuple((name, 1) for name in named), skipped=True))
+            unsettled.difference_update(named)
+        else:
+            named_in.append((module, is_package, text, named))
+    for module, is_package, text, named in named_in:
+        named = [name for name in named if name in unsettled]
+        if not named:
+            continue
+        words = word_mentions(text, named)
+        called = [name for name in named if words[name] > 0]
+        if called:  # only a file that names one can call it on a connector path: parsed only then
+            try:
+                tree = parse_source(text)
+            except SourceError:
+                pass  # its text still counts, as the whole run counts it; it calls nothing
+            else:
+                imports = ImportTable.from_statements(walk_statements(tree), module, is_package)
+                found.extend(decl for decl in module_declarations(
+                    tree, module, imports, config.empty_sentinels, *producer_facts_wanted(text, config),
+                ) if isinstance(decl, PathCalls))
+        definitions = tuple(sorted(defined_names(text, named).items()))
+        if called or definitions:
+            found.append(Mentions(module, tuple((name, words[name]) for name in called), definitions))
     return found
 
 

@@ -19,7 +19,7 @@ from itertools import chain
 
 from kvlint.byte_scan import mentions_any
 from kvlint.binding.declarations import (
-    ClassDecl, Declaration, FunctionDecl, GlobalDecl, ModuleDecl, PathCalls, TypeRef,
+    ClassDecl, Declaration, FunctionDecl, GlobalDecl, Mentions, ModuleDecl, PathCalls, TypeRef,
 )
 from kvlint.binding.names import matches
 from kvlint.binding.summaries import HolderUse, PassThrough
@@ -79,6 +79,8 @@ class TreeIndex:
         # by the called name: what each caller does with a holder that call returned (`binding.summaries`)
         self._holder_uses: dict[str, list[HolderUse]] = {}
         self._pass_throughs: dict[str, list[str]] = {}  # by the called name: the functions returning its result
+        # how the project's files beyond the run name the run's producers (the hook's view: `Mentions`)
+        self._project_mentions: list[Mentions] = []
         classes_by_name: dict[str, list[ClassDecl]] = {}
         ambiguous: set[str] = set()  # two files of one module name (scripts without packages): trust neither
         for decl in declarations:
@@ -99,6 +101,8 @@ class TreeIndex:
                 self._holder_uses.setdefault(decl.method, []).append(decl)
             elif isinstance(decl, PassThrough):
                 self._pass_throughs.setdefault(decl.method, []).append(decl.caller)
+            elif isinstance(decl, Mentions):
+                self._project_mentions.append(decl)
             elif isinstance(decl, ModuleDecl):
                 if self.modules.setdefault(decl.module, decl.imports) != decl.imports:
                     self.modules[decl.module] = tuple(sorted({*self.modules[decl.module], *decl.imports}))
@@ -165,6 +169,7 @@ class TreeIndex:
             sorted(self.outside_modules),
             sorted(use.to_json() for uses in self._holder_uses.values() for use in uses),
             sorted((method, sorted(callers)) for method, callers in self._pass_throughs.items()),
+            sorted(decl.to_json() for decl in self._project_mentions),
         ]
 
     def callee_candidates(self) -> list[str]:
@@ -174,6 +179,9 @@ class TreeIndex:
         own = [d for d in self.functions.values() if self.module_of(d.qualname) not in self.outside_modules]
         for decl in own:
             defined[decl.name] = defined.get(decl.name, 0) + 1
+        for mentions in self._project_mentions:  # a project file beyond the run defining one of the names too
+            for name, count in mentions.definitions:
+                defined[name] = defined.get(name, 0) + count
         producing = {self._call_key(d) for d in own if d.returns_output and defined[d.name] == 1}
         return sorted(key for key in self.path_calls if key.partition(":")[2] in producing)
 
@@ -194,6 +202,9 @@ class TreeIndex:
         for text in relevant_texts:
             if mentions_any(text, wanted):  # most texts name none of them
                 mentions.update(word_mentions(text, wanted))
+        for project in self._project_mentions:
+            if not project.skipped:
+                mentions.update(dict(project.words))
         found: dict[str, tuple[str, ...]] = {}
         for key in self.callee_candidates():
             invariant, _, call = key.partition(":")
@@ -202,9 +213,12 @@ class TreeIndex:
         return found
 
     def settle_connector_callees(self, path_only: dict[str, tuple[str, ...]], named_elsewhere: Collection[str]) -> None:
-        """Keep those of `path_only_callees` that no other file names (the other files have no guard at all)."""
+        """Keep those of `path_only_callees` that no other file names (the other files have no guard at all),
+        in the run or, for the hook, in the project beyond it."""
+        named = {name for project in self._project_mentions if project.skipped for name, _ in project.words}
         self.connector_callees = {
-            call: invariants for call, invariants in path_only.items() if call.lstrip(".") not in named_elsewhere
+            call: invariants for call, invariants in path_only.items()
+            if call.lstrip(".") not in named_elsewhere and call.lstrip(".") not in named
         }
 
     # ------------------------------------------------------------ functions
@@ -483,3 +497,9 @@ def word_mentions(text: str, names: Iterable[str]) -> Counter[str]:
                 position = text.find(name, end)
     counts.subtract(name for name in _DEFINITION.findall(text) if name in wanted)
     return counts
+
+
+def defined_names(text: str, names: Iterable[str]) -> Counter[str]:
+    """How often the text defines a function or method of each name (`def name`, what `word_mentions` leaves out)."""
+    wanted = set(names)
+    return Counter(name for name in _DEFINITION.findall(text) if name in wanted)
