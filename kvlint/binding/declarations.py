@@ -165,10 +165,13 @@ class ModuleDecl:
     called: tuple[str, ...] = ()  # imported functions it calls as a statement or in a condition (resolved)
     outside: bool = False  # read from beyond the run's files, for its declarations only (`module_resolution`)
     stars: tuple[str, ...] = ()  # the modules it star-imports (`from .errors import *`): their names are its
+    # its `__all__` when a literal list of strings gives it: what `from module import *` binds; None: not
+    # declared, or built in a way kvlint does not follow (then a star import binds its public names)
+    exports: tuple[str, ...] | None = None
 
     def to_json(self) -> list[object]:
         return ["m", self.module, list(self.imports), [list(item) for item in self.aliases], list(self.called),
-                self.outside, list(self.stars)]
+                self.outside, list(self.stars), None if self.exports is None else list(self.exports)]
 
 
 @dataclass(frozen=True)
@@ -202,10 +205,11 @@ def declaration_from_json(data: list[object]) -> Declaration:
     if tag == "r":
         return ParkedReturn.from_json(data)
     if tag == "m":
-        _, module, imports, aliases, called, outside, stars = data
+        _, module, imports, aliases, called, outside, stars, exports = data
         return ModuleDecl(str(module), tuple(map(str, imports)),  # type: ignore[call-overload]
                           tuple((str(name), str(target)) for name, target in aliases),  # type: ignore[union-attr]
-                          tuple(map(str, called)), bool(outside), tuple(map(str, stars)))  # type: ignore[call-overload]
+                          tuple(map(str, called)), bool(outside), tuple(map(str, stars)),  # type: ignore[call-overload]
+                          None if exports is None else tuple(map(str, exports)))  # type: ignore[call-overload]
     if tag == "n":
         _, module, words, definitions, skipped = data
         return Mentions(str(module), tuple((str(n), int(c)) for n, c in words),  # type: ignore[union-attr]
@@ -557,7 +561,7 @@ def module_declarations(
     outputs = tuple(output_classes)
     found: list[Declaration] = [ModuleDecl(
         module_name, tuple(sorted(imports.modules)), tuple(sorted(imports.bindings.items())),
-        _called_imports(walk_statements(tree), imports), stars=imports.stars,
+        _called_imports(walk_statements(tree), imports), stars=imports.stars, exports=declared_exports(tree),
     )] if module_name else []
     for statement in tree.body:
         if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
@@ -589,6 +593,63 @@ def module_declarations(
         found.append(PathCalls(module_name, tuple(sorted(counts.items()))))
     return sorted(found, key=lambda d: (type(d).__name__, getattr(d, "qualname", getattr(d, "module", "")),
                                         repr(d) if isinstance(d, (HolderUse, PassThrough)) else ""))
+
+
+def declared_exports(tree: ast.Module) -> tuple[str, ...] | None:
+    """The module's `__all__`, where only literal lists or tuples of strings build it at the top level
+    (`__all__ = [...]`, `+= [...]`, `.extend([...])`, `.append("x")`); None when it has none, or when anything
+    else touches it (`__all__ = base.__all__ + [...]`): then nobody can say statically what it holds."""
+    found: list[str] | None = None
+    for statement in tree.body:
+        target = value = None
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target, value = statement.targets[0], statement.value
+        elif isinstance(statement, (ast.AugAssign, ast.AnnAssign)):
+            target, value = statement.target, statement.value
+        elif (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
+              and isinstance(statement.value.func, ast.Attribute)
+              and isinstance(statement.value.func.value, ast.Name) and statement.value.func.value.id == "__all__"):
+            call = statement.value
+            if found is None or call.keywords or len(call.args) != 1:
+                return None
+            if call.func.attr == "append" and _string(call.args[0]) is not None:
+                found.append(_string(call.args[0]))  # type: ignore[arg-type]
+            elif call.func.attr == "extend" and _strings(call.args[0]) is not None:
+                found.extend(_strings(call.args[0]))  # type: ignore[arg-type]
+            else:
+                return None
+            continue
+        if not (isinstance(target, ast.Name) and target.id == "__all__"):
+            if not isinstance(statement, _DEFINITIONS) and any(
+                isinstance(node, ast.Name) and node.id == "__all__" and isinstance(node.ctx, ast.Store)
+                for node in ast.walk(statement)
+            ):
+                return None  # bound in a branch, a loop, a tuple: not followed
+            continue
+        names = _strings(value) if value is not None else None
+        if names is None:
+            return None
+        if isinstance(statement, ast.AugAssign):
+            if found is None or not isinstance(statement.op, ast.Add):
+                return None
+            found.extend(names)
+        else:
+            found = list(names)
+    return None if found is None else tuple(found)
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _string(node: ast.expr) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _strings(node: ast.expr) -> list[str] | None:
+    if not isinstance(node, (ast.List, ast.Tuple)):
+        return None
+    found = [_string(element) for element in node.elts]
+    return None if None in found else found  # type: ignore[return-value]
 
 
 PathNames = list[tuple[str, tuple[str, ...], tuple[str, ...]]]  # (invariant, the guards, the contexts mentioned)

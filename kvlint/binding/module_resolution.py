@@ -36,7 +36,8 @@ from kvlint.binding.search_path import (  # re-exported: where they were first
     top_package_root,
 )
 from kvlint.binding.declarations import (
-    ClassDecl, Declaration, FunctionDecl, Mentions, ModuleDecl, PathCalls, module_declarations, producer_facts_wanted,
+    ClassDecl, Declaration, FunctionDecl, Mentions, ModuleDecl, PathCalls, declared_exports, module_declarations,
+    producer_facts_wanted,
 )
 from kvlint.binding.names import ImportTable, matches, walk_statements
 from kvlint.binding.summaries import HolderUse, ParkedReturn, PassThrough
@@ -112,6 +113,10 @@ def imported_declarations(
             if not called:
                 continue
             declarations = declare(called, module, False)
+            if b"__all__" in data:  # what a star import of it binds: its `__all__`, read apart from the rest
+                exports = _exports_of(data)
+                declarations = [dataclasses.replace(d, exports=exports) if isinstance(d, ModuleDecl) else d
+                                for d in declarations]
         read += 1
         defines_called = any(isinstance(d, FunctionDecl) and d.name in entry.called for d in declarations)
         if relevant or defines_called:  # calls on connector paths count in the run's own files only
@@ -163,6 +168,15 @@ def _called_definitions(data: bytes, names: Iterable[str]) -> bytes:
 
 
 _TOP_LEVEL_LINE = re.compile(rb"^[^\s#]", re.M)
+
+
+def _exports_of(data: bytes) -> tuple[str, ...] | None:
+    """A module's literal `__all__` (`declarations.declared_exports`); None without one, or unreadable. The whole
+    module is parsed: only a star source of a called helper that names `__all__` costs this."""
+    try:
+        return declared_exports(parse_source(decode_source(data)))
+    except SourceError:
+        return None
 
 
 def _top_level_defs(data: bytes, name: bytes) -> list[tuple[int, int]]:

@@ -74,6 +74,7 @@ class TreeIndex:
         self.modules: dict[str, tuple[str, ...]] = {}
         self._aliases: dict[str, dict[str, str]] = {}  # module -> the names its imports bind (re-exports)
         self._stars: dict[str, tuple[str, ...]] = {}  # module -> the modules it star-imports
+        self._exports: dict[str, frozenset[str]] = {}  # module -> its literal `__all__`, where it declares one
         self.outside_modules: set[str] = set()  # read beyond the run's files: declarations, never callers
         self._reachable: dict[str, frozenset[str]] = {}
         # by the called name: what each caller does with a holder that call returned (`binding.summaries`)
@@ -109,6 +110,8 @@ class TreeIndex:
                 self._aliases.setdefault(decl.module, {}).update(decl.aliases)
                 if decl.stars:
                     self._stars[decl.module] = decl.stars
+                if decl.exports is not None:
+                    self._exports[decl.module] = frozenset(decl.exports)
                 if decl.outside:
                     self.outside_modules.add(decl.module)
         for qualname in ambiguous:
@@ -166,6 +169,7 @@ class TreeIndex:
             sorted(self.modules.items()),
             sorted((module, sorted(aliases.items())) for module, aliases in self._aliases.items()),
             sorted(self._stars.items()),
+            sorted((module, sorted(names)) for module, names in self._exports.items()),
             sorted(self.outside_modules),
             sorted(use.to_json() for uses in self._holder_uses.values() for use in uses),
             sorted((method, sorted(callers)) for method, callers in self._pass_throughs.items()),
@@ -252,12 +256,13 @@ class TreeIndex:
         return found
 
     def _star_target(self, module: str, name: str) -> str | None:
-        """`module.name` bound by one of the module's `from m import *`: the first star source that declares or
-        re-exports a public `name` (a later import would win at run time; a module rarely star-imports one name
-        from two)."""
-        if name.startswith("_"):
-            return None  # a star import binds no private name (without `__all__`, which kvlint does not read)
-        for star in self._stars.get(module, ()):
+        """`module.name` bound by one of the module's `from m import *`: the last star source that declares or
+        re-exports `name` and exports it (its literal `__all__` lists it; without one, a public name), as the
+        import system binds them: a later star import rebinds what an earlier one bound."""
+        for star in reversed(self._stars.get(module, ())):
+            exports = self._exports.get(star)
+            if (name not in exports) if exports is not None else name.startswith("_"):
+                continue
             candidate = f"{star}.{name}"
             if (candidate in self.functions or candidate in self.classes or candidate in self.globals
                     or name in self._aliases.get(star, {})):
