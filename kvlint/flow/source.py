@@ -13,6 +13,7 @@ import re
 import tokenize
 from collections.abc import Sequence
 
+from kvlint.flow.syntax import one_line
 from kvlint.source import split_lines
 from kvlint.sites import Span
 
@@ -58,6 +59,10 @@ class SourceText:
             return self.lines[line - 1][column:end_column]
         return "".join([self.lines[line - 1][column:], *self.lines[line : end_line - 1],
                         self.lines[end_line - 1][:end_column]])
+
+    def code(self, node: ast.AST) -> str:
+        """The node's source as a message shows it (one line, no comments, shortened)."""
+        return one_line(self.segment(node))
 
     def name_of(self, definition: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> ast.AST:
         """A node at the name of a `def` or `class` (`ast` gives the name no position of its own)."""
