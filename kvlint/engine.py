@@ -560,6 +560,7 @@ def _findings(sites: Iterable[Site], prepared: PreparedFile) -> Iterable[tuple[F
                 function=site.function,
                 source_line=_source_line(prepared, span.line),
                 invariant=site.invariant,
+                resolved=site.resolved,
             ), site, rule
 
 

@@ -96,3 +96,6 @@ class Site:
     parked_class: str = ""
     dropped_by: tuple[str, ...] = ()  # "`module.Worker.execute_model` (line 869)"
     proven_candidates: tuple[str, ...] = ()
+    # the qualified names that decided it, each "role: name" (`declaration: vllm.v1.outputs.ModelRunnerOutput.
+    # kv_connector_output`, `payload class: ...`, `output class: ...`, `sentinel: ...`, `holder class: ...`)
+    resolved: tuple[str, ...] = ()

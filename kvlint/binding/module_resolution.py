@@ -215,13 +215,14 @@ def _read(path: Path | None) -> bytes | None:
 def imported_declarations_for(
     declarations: Sequence[Declaration], config: Config, paths: Sequence[Path],
     skipped: Sequence[tuple[SourceFile, bytes]] = (), store: ResultCache | None = None,
-    search: SearchPath | None = None,
+    search: SearchPath | None = None, covered: Sequence[Path] | None = None,
 ) -> list[Declaration]:
     """What the modules the run's relevant files import declare, where the run does not hold them: found in
     the run's package roots, the project, the search path and the environment (this module).
     A file named on the command line counts as an importer though the byte scan skipped it: the pre-commit
     hook names the changed files, whose calls may reach what only an unchanged file declares.
-    `search`: the run's `run_search_path`, when the caller made it."""
+    `search`: the run's `run_search_path`, when the caller made it. `covered`: what the run holds, where it is
+    more than `paths` (the editor's workspace folder, whose every file it indexes): not read again."""
     importers = [decl for decl in declarations if isinstance(decl, ModuleDecl)]
     named = {os.path.abspath(path) for path in paths}
     for source, data in skipped:
@@ -246,7 +247,7 @@ def imported_declarations_for(
         return declared
 
     found = imported_declarations(importers, search, {decl.module for decl in importers}, config.names(), declare)
-    project = ProjectBeyondRun(config, paths, search)
+    project = ProjectBeyondRun(config, paths if covered is None else covered, search)
     return (found + caller_declarations(declarations, config, paths, search, project)
             + callee_declarations(declarations, config, project))
 
@@ -277,16 +278,19 @@ class ProjectBeyondRun:
         from kvlint.running.discovery import SourceFile, is_skipped_directory, iter_python_files  # the walk is theirs
 
         in_run = tuple(os.path.join(os.path.abspath(path), "") for path in paths)  # the run read those already
+        run_files = {os.path.abspath(path) for path in paths}
         tops = [  # the project's top entries as the walk would take them, but not a directory of the run again
             root / name for name in sorted(os.listdir(root))
             if not is_skipped_directory(str(root), name)
             and os.path.join(os.path.abspath(root / name), "") not in in_run
+            and (name.endswith((".py", ".pyi")) or (root / name).is_dir())  # given alone, any file would be read
         ]
         listed: list[str] = [str(root)]
         read: list[str] = []
         found: list[tuple[Path, bytes]] = []
         for entry in iter_python_files(tops, self.config, listed) if tops else ():
-            if not isinstance(entry, SourceFile) or os.path.abspath(entry.path).startswith(in_run):
+            if not isinstance(entry, SourceFile) or os.path.abspath(entry.path).startswith(in_run) or (
+                    os.path.abspath(entry.path) in run_files):
                 continue
             read.append(os.fspath(entry.path))
             data = _read(Path(entry.path))

@@ -245,6 +245,14 @@ class TreeIndex:
             return found
         return None
 
+    def optional_qualname(self, callee: str, module_name: str) -> str:
+        """The qualified name of the one function a resolved callee names that is declared Optional ("" when the
+        name fallback found it: several definitions of a method name)."""
+        for name in (callee, f"{module_name}.{callee}"):
+            if name in self.optional_qualnames:
+                return name
+        return ""
+
     def function(self, callee: str, module_name: str) -> FunctionDecl | None:
         """The declaration of a resolved function name (`pkg.mod.f`, or `f` of this module), through re-exports
         and, for a name no import binds, the module's star imports."""
@@ -407,6 +415,13 @@ class TreeIndex:
             if found is not None:
                 return found
         return None
+
+    def declaring_class(self, class_name: str, attribute: str) -> str:
+        """The qualified name of the nearest class in the MRO that declares `attribute` ("" none)."""
+        for decl in self.mro(class_name):
+            if attribute in decl.member_types():
+                return decl.qualname
+        return ""
 
     def declares_attribute(self, class_name: str, attribute: str) -> bool | None:
         """Whether instances of the class have `attribute` by declaration (a field, an annotated or assigned

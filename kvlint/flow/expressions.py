@@ -128,8 +128,11 @@ class Expressions:
         decl = self.context.index.class_named(resolved, self.context.module_name, self.context.reach)
         return decl.qualname if decl is not None else resolved
 
-    def _typed_value(self, declared: TypeRef | None, origin: str, source: bool = True) -> Value | None:
-        """The value a declaration promises; None when there is no declaration."""
+    def _typed_value(
+        self, declared: TypeRef | None, origin: str, source: bool = True, declared_by: str = ""
+    ) -> Value | None:
+        """The value a declaration promises; None when there is no declaration. `declared_by`: the declaration's
+        qualified name, kept on a value it makes maybe None (`Site.resolved`)."""
         if declared is None:
             return None
         if declared.kind == "class" and declared.name in UNTYPED:
@@ -141,7 +144,7 @@ class Expressions:
                 if declared.optional:
                     return Value(
                         Nullness.MAYBE_NONE, connector_output=True, evidence=True, origin=origin, kv_source=source,
-                        cls=cls, invariant=invariant,
+                        cls=cls, invariant=invariant, declared_by=declared_by,
                     )
                 return Value(
                     Nullness.NOT_NONE, connector_output=True, guard=f"declared `{declared.name.rpartition('.')[2]}`",
@@ -212,7 +215,9 @@ class Expressions:
             parts = self._tuple_parts(held_tuple, origin)
             return Value(Nullness.MAYBE_NONE if optional else Nullness.NOT_NONE, parts=parts)
         if declared is not None:
-            return self._typed_value(self._substituted(declared, receiver), origin)
+            owner = self.context.index.declaring_class(receiver.cls, attribute)
+            return self._typed_value(self._substituted(declared, receiver), origin,
+                                     declared_by=f"{owner}.{attribute}" if owner else "")
         return None
 
     def _tuple_parts(self, held: Sequence[tuple[int, int, str]], origin: str) -> tuple[Value, ...]:
@@ -276,7 +281,9 @@ class Expressions:
         local = f"{self.context.module_name}.{name}" if self.context.module_name else name
         imported = self.context.imports.bindings.get(name)
         declared = self.context.index.global_type(imported) if imported else self.context.index.global_type(local)
-        return self._typed_value(declared, f"`{name}`") if declared is not None else None
+        if declared is None:
+            return None
+        return self._typed_value(declared, f"`{name}`", declared_by=self.context.index.canonical(imported or local))
 
     def _expr_Attribute(self, node: ast.Attribute, state: NullnessState) -> Value:
         receiver = self.eval(node.value, state)
@@ -393,8 +400,10 @@ class Expressions:
         invariant = receiver.invariant or self._member_invariant(attr)
         if own is not None:
             optional = own.optional or own.kind == "none"  # a subclass may re-declare it `set[str]`
+            owner = self.context.index.declaring_class(receiver.cls, attr) if optional else ""
             value = Value(Nullness.MAYBE_NONE if optional else Nullness.NOT_NONE, payload=True, origin=f"`{code}`",
-                          guard="" if optional else "declared non-Optional", invariant=invariant)
+                          guard="" if optional else "declared non-Optional", invariant=invariant,
+                          declared_by=f"{owner}.{attr}" if owner else "")
         else:
             value = self._declared_payload_field(attr, invariant) or (
                 Value(Nullness.NOT_NONE, payload=True, guard="constructed with a value", invariant=invariant)
@@ -738,7 +747,8 @@ class Expressions:
             if decl.returns is None or decl.returns.kind not in ("class", "list", "dict"):
                 return UNTRACKED
             returns = self._substituted(decl.returns, receiver) if receiver is not None else decl.returns
-            return self._typed_value(returns, self._declared_origin(node, _payload_of(returns))) or UNTRACKED
+            return self._typed_value(returns, self._declared_origin(node, _payload_of(returns)),
+                                     declared_by=decl.qualname) or UNTRACKED
         payloads = (None if callee is None
                     else context.index.returns_optional(callee, context.module_name, context.reach))
         if payloads:
@@ -747,7 +757,7 @@ class Expressions:
             shown = {payload.rpartition(".")[2] for payload in payloads}
             return Value(Nullness.MAYBE_NONE, connector_output=True, evidence=True, kv_source=True,
                          origin=self._declared_origin(node, shown.pop() if len(shown) == 1 else ""),
-                         invariant=invariant)
+                         invariant=invariant, declared_by=context.index.optional_qualname(callee, context.module_name))
         return UNTRACKED
 
     def _declared_origin(self, node: ast.Call, payload: str = "") -> str:

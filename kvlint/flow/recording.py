@@ -12,6 +12,7 @@ from kvlint.flow.state import (
     NullnessState,
     Value,
 )
+from kvlint.binding.names import matches
 from kvlint.flow.syntax import Argument, call_arguments, is_none_literal
 from kvlint.sites import DerefTarget, SentinelUseKind, Site, SiteKind
 
@@ -45,6 +46,13 @@ def _candidates(
         tuple(key for key, _ in held),
         tuple(key for key, value in held if value.nullness is Nullness.NOT_NONE and not known_empty(key, value)),
     )
+
+
+def value_names(value: Value) -> tuple[str, ...]:
+    """What a value's declarations resolved to (`Site.resolved`): the declaration that makes it maybe None, and
+    the payload class it is an instance of."""
+    return tuple(f"{role}: {name}" for role, name in (("declaration", value.declared_by), ("payload class", value.cls))
+                 if name)
 
 
 class Recorder:
@@ -111,6 +119,7 @@ class Recorder:
             origin=value.origin,
             deref_target=DerefTarget.PAYLOAD_FIELD if value.payload else DerefTarget.CONNECTOR_OUTPUT,
             sink=sink,
+            resolved=value_names(value),
             state=state,
         )
 
@@ -133,8 +142,17 @@ class Recorder:
             sentinel_use=SentinelUseKind.MUTATED,
             operand=self.context.source.code(receiver),
             sink=member,
+            resolved=self.sentinel_names(receiver, state),
             state=state,
         )
+
+    def sentinel_names(self, spelled: ast.expr, state: NullnessState) -> tuple[str, ...]:
+        """`sentinel: vllm.v1.outputs.EMPTY_MODEL_RUNNER_OUTPUT` where the expression resolves to a configured
+        sentinel through the module's imports (a local bound to it, or a copy, names none)."""
+        resolved = self.expressions.resolve(spelled, state)
+        if resolved is None or not matches(resolved, self.context.invariants.empty_sentinels):
+            return ()
+        return (f"sentinel: {self.context.index.canonical(resolved)}",)
 
     def _mutated_invariant(self, target: ast.AST, value: Value | None) -> str:
         """The invariant a mutation of the sentinel speaks for: the field it sets, else the first whose
@@ -147,6 +165,7 @@ class Recorder:
         """Record `ModelRunnerOutput(...)` once per invariant whose output class it is; return the keys of
         the sites where it is built without that invariant's connector output."""
         callee = self.expressions.resolve(node.func, state)
+        resolved = (f"output class: {self.expressions.class_of(callee)}",) if callee else ()
         arguments = call_arguments(node)
         positional = [arg for arg in arguments if arg.keyword is None and not arg.star]
         fields = self._positional_fields(node) if positional else ()
@@ -176,6 +195,7 @@ class Recorder:
                 invariant=invariant,
                 carries_connector_output=carries,
                 connector_output_argument=argument,
+                resolved=resolved,
             )
             if key is not None and carries is False:
                 bare.append(key)

@@ -10,7 +10,7 @@ import ast
 
 from kvlint.binding.annotations import AnnotationKind, classify_annotation
 from kvlint.flow.context import FlowContext
-from kvlint.flow.recording import site_invariant
+from kvlint.flow.recording import site_invariant, value_names
 from kvlint.flow.state import (
     FRESH,
     join_values,
@@ -373,6 +373,7 @@ class Statements:
                         invariant=invariant,
                         sentinel_use=SentinelUseKind.RETURNED,
                         operand=self.context.source.code(node.value),
+                        resolved=self.recorder.sentinel_names(node.value, state),
                         allowed_empty=self._allowed_empty(invariant, state),
                         unchecked_fields=self._unchecked_fields(invariant, state),
                         state=state,
@@ -411,6 +412,7 @@ class Statements:
                 operand=key,
                 origin=held.origin,
                 expression=f"return {self.context.source.code(node.value)}" if node.value is not None else "return",
+                resolved=value_names(held),
                 state=state,
             )
 
@@ -450,6 +452,8 @@ class Statements:
                 parked_on=holder,
                 parked_class=uses[0].holder.rpartition(".")[2],
                 dropped_by=callers,
+                resolved=(*value_names(held), f"holder class: {uses[0].holder}",
+                          *(f"caller: {use.caller}" for use in uses)),
                 state=state,
             )
 
