@@ -119,6 +119,18 @@ def test_json_names_the_declarations_that_decided(tmp_path: Path) -> None:
         {"role": "declaration", "name": "pkg.outputs.ModelRunnerOutput.kv_connector_output"},
         {"role": "payload class", "name": "pkg.outputs.KVConnectorOutput"},
     ])
+    (tmp_path / "pkg" / "idle.py").write_text(
+        "from vllm.distributed import kv_transfer as kvt\n"
+        "from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT\n\n\n"
+        "def idle_step():\n    if kvt.has_kv_transfer_group():\n"
+        "        return EMPTY_MODEL_RUNNER_OUTPUT\n    return None\n"
+    )
+    completed = run_kvlint("check", "--format", "json", "pkg/idle.py", cwd=tmp_path)
+    (record,) = json.loads(completed.stdout)
+    assert (record["code"], record["resolved"]) == ("KVC002", [
+        {"role": "sentinel", "name": "vllm.v1.outputs.EMPTY_MODEL_RUNNER_OUTPUT"},
+        {"role": "connector guard", "name": "vllm.distributed.kv_transfer.has_kv_transfer_group"},
+    ])
 
 
 def test_github_annotations(tmp_path: Path) -> None:

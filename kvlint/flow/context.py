@@ -54,6 +54,8 @@ class FlowContext:
         self.attached_outputs: set[tuple[object, ...]] = set()  # outputs given their connector output later
         self.parks: dict[tuple[str, str, str], ast.Assign] = {}  # (scope, holder, value) -> where it was parked
         self.initialising: set[tuple[str, str]] = set()  # `if not hasattr(S, "x"):` at import: (S's code, "x")
+        # a connector path's reason -> the guard or context it names, resolved (`Site.resolved`)
+        self.path_names: dict[str, str] = {}
 
         # ---- the scope being analysed: reset when a scope starts (`FlowAnalysis`)
         self.scope = ScopeContext("<module>")  # its name, enclosing class and what it captured

@@ -113,6 +113,18 @@ class Expressions:
             return spelled if "." in spelled else None
         return self.context.imports.resolve_dotted(spelled)
 
+    def qualified_callee(self, callee: str | None) -> str:
+        """A resolved callee's qualified name: through re-exports, and `self.method` through the enclosing
+        class's MRO to the class that defines it ("" when no declaration is found for a method)."""
+        if not callee:
+            return ""
+        receiver, _, method = callee.rpartition(".")
+        if receiver in ("self", "cls"):
+            scope_class = self.context.scope.class_name
+            decl = self.context.index.method(scope_class, method) if scope_class else None
+            return decl.qualname if decl is not None else ""
+        return self.context.index.canonical(callee)
+
     def sentinel_value(self, name: str, resolved: str = "") -> Value:
         """The sentinel spelled `name`; `resolved`, the sentinel a class attribute of that name holds."""
         # a spelling that names no invariant's sentinel: every invariant's when they all share their

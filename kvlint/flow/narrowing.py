@@ -238,8 +238,12 @@ class Narrowing:
             for invariant in invariants:
                 self.recorder.record(SiteKind.CONNECTOR_GUARD, test, state=state, invariant=invariant)
             true_state, false_state = state, state.copy()
+            reason = f"`{name}()` is true here"
+            qualified = self.expressions.qualified_callee(callee)
+            if qualified:
+                self.context.path_names[reason] = f"connector guard: {qualified}"
             for invariant in invariants:
-                true_state.set_path(invariant, PathFact.ON, f"`{name}()` is true here")
+                true_state.set_path(invariant, PathFact.ON, reason)
                 false_state.set_path(invariant, PathFact.OFF)
                 self._none_off_path(invariant, false_state)
             return true_state, false_state

@@ -720,6 +720,10 @@ class Statements:
                 self.expressions.eval_call_parts(expr, state)
                 name = callee.rpartition(".")[2] if callee else "?"
                 reason = f"inside `with {name}(...)`"
+                qualified = self.expressions.qualified_callee(callee)
+                if qualified:  # the reason it gives inside the block, and after it
+                    resolved = f"connector context: {qualified}"
+                    self.context.path_names[reason] = self.context.path_names[f"after `with {name}(...)`"] = resolved
                 for invariant in invariants:
                     self.recorder.record(SiteKind.CONNECTOR_CONTEXT, expr, on_connector_path=True,
                                          path_reason=reason, invariant=invariant)
