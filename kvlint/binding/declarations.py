@@ -620,10 +620,7 @@ def declared_exports(tree: ast.Module) -> tuple[str, ...] | None:
                 return None
             continue
         if not (isinstance(target, ast.Name) and target.id == "__all__"):
-            if not isinstance(statement, _DEFINITIONS) and any(
-                isinstance(node, ast.Name) and node.id == "__all__" and isinstance(node.ctx, ast.Store)
-                for node in ast.walk(statement)
-            ):
+            if not isinstance(statement, _SIMPLE) and _binds_all(statement):
                 return None  # bound in a branch, a loop, a tuple: not followed
             continue
         names = _strings(value) if value is not None else None
@@ -636,6 +633,29 @@ def declared_exports(tree: ast.Module) -> tuple[str, ...] | None:
         else:
             found = list(names)
     return None if found is None else tuple(found)
+
+
+# top-level statements that cannot bind a module's `__all__` elsewhere than where `declared_exports` looks
+_SIMPLE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Expr, ast.Return,
+           ast.Pass, ast.Raise, ast.Assert, ast.Delete, ast.Global, ast.Nonlocal)
+
+
+def _binds_all(statement: ast.stmt) -> bool:
+    """Whether an assignment target inside a compound or unpacking statement is `__all__` (statements only)."""
+    for node in walk_statements(statement):
+        if isinstance(node, _DEFINITIONS):
+            continue
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+            targets = [node.target]
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
+        for target in targets:
+            if any(isinstance(name, ast.Name) and name.id == "__all__" for name in ast.walk(target)):
+                return True
+    return False
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
