@@ -249,16 +249,16 @@ _FAULT = """
 import sys
 import kvlint.server.analysis as analysis
 
-real = analysis.analyse_prepared
+real = analysis.prepare_source
 
 
-def faulty(prepared, *args, **kwargs):
-    if "BOOM" in prepared.text:
+def faulty(text, *args, **kwargs):
+    if "BOOM" in text:
         raise RuntimeError("injected fault")
-    return real(prepared, *args, **kwargs)
+    return real(text, *args, **kwargs)
 
 
-analysis.analyse_prepared = faulty
+analysis.prepare_source = faulty
 from kvlint.server import main
 
 sys.exit(main())

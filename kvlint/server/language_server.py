@@ -31,7 +31,7 @@ from kvlint.server.documents import Document, path_of
 from kvlint.server.positions import UTF16, from_client
 from kvlint.server.project import ProjectIndex
 
-DEBOUNCE_SECONDS = 0.05  # after a change, wait this long for the next keystroke before analysing
+DEBOUNCE_SECONDS = 0.05  # after a change, wait this long for the next keystroke before a full analysis
 CONFIG_FILES = ("pyproject.toml", "setup.cfg")
 WATCHED = ("**/*.py", "**/*.pyi", "**/pyproject.toml", "**/setup.cfg")
 LOG = logging.getLogger("kvlint.server")
@@ -235,6 +235,13 @@ class KvlintLanguageServer(LanguageServer):
         loop = asyncio.get_running_loop()
         self.timers[uri] = loop.call_later(delay, self._start, uri)
 
+    def delay_for(self, uri: str) -> float:
+        """How long to wait after a change before analysing: nothing when the document's last analysis was a
+        re-analysis of one function (the next one most likely is too, and costs a few milliseconds), else the
+        debounce, so that a keystroke does not start a full analysis the next one would make stale."""
+        last = self.analyses.get(uri)
+        return 0.0 if last is not None and last.incremental else self.debounce
+
     def _start(self, uri: str) -> None:
         self.timers.pop(uri, None)
         self.spawn(self.publish(uri), f"analysing {uri}")
@@ -277,13 +284,14 @@ class KvlintLanguageServer(LanguageServer):
             project = self.projects.get(str(folder)) if folder is not None else None
             if project is not None and project.config != config:
                 project = None  # a file with a configuration of its own: its folder's index does not apply
-            version, text = document.version, document.text
+            version, text, lines = document.version, document.text, document.lines()
+            previous = cached if cached is not None and cached.config == config else None
 
             def work() -> DocumentAnalysis | None:
                 latest = self.documents.get(uri)
                 if latest is None or latest.version != version or latest.text is not text:
                     return None  # changed while waiting: a newer analysis is due
-                return analyse_text(uri, version, text, path, config, project)
+                return analyse_text(uri, version, text, path, config, project, previous, lines)
 
             analysis = await asyncio.get_running_loop().run_in_executor(self.analysis_thread, work)
             if analysis is None:
@@ -375,7 +383,7 @@ def build_server() -> KvlintLanguageServer:
             else:
                 document.apply_change(change.text, None)
         document.version = params.text_document.version
-        ls.schedule(document.uri, ls.debounce)
+        ls.schedule(document.uri, ls.delay_for(document.uri))
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
     def did_save(ls: KvlintLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
@@ -424,7 +432,8 @@ def build_server() -> KvlintLanguageServer:
             r = params.range
             start = from_client(analysis.lines, r.start.line, r.start.character, ls.encoding)
             end = from_client(analysis.lines, r.end.line, r.end.character, ls.encoding)
-            touched = [f for f in analysis.findings if _overlaps(f, start, end)]
+            fixed = await asyncio.get_running_loop().run_in_executor(ls.analysis_thread, analysis.fixed_findings)
+            touched = [f for f in fixed if _overlaps(f, start, end)]
             actions += quick_fixes(analysis, touched, ls.encoding, ls.document_changes, ls.docs_template)
         if not only or _wants(only, FIX_ALL):
             action = await asyncio.get_running_loop().run_in_executor(
