@@ -136,8 +136,8 @@ def test_generated_edits_of_a_file_outside_any_folder(tmp_path: Path) -> None:
     source = FIXTURES / "realistic" / "kv_aggregator.py"
     path = tmp_path / "alone.py"
     path.write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
-    taken = _chain(path, Config(), None, 80, 7)
-    assert sum(taken.values()) > 10, taken
+    taken = _chain(path, Config(), None, 40, 7)
+    assert sum(taken.values()) >= 5, taken
 
 
 @pytest.mark.vllm
@@ -281,8 +281,24 @@ def test_broken_and_mended_syntax(runner: tuple[Path, Config, ProjectIndex]) -> 
     first = analyse_text(path.as_uri(), 1, RUNNER, path, config, project)
     broken = _step(path, config, project, first, RUNNER.replace("        return LIMIT\n", "        return (LIMIT\n"))
     assert [f.code for f in broken.findings] == ["KVC900"]
-    mended = _step(path, config, project, broken, RUNNER)
-    assert _findings(mended) == _findings(first)
+    assert broken.state is first.state  # the last text that parsed, which the next one is compared with
+    again = _step(path, config, project, broken, RUNNER.replace("        return LIMIT\n", "        return (LIMIT +\n"))
+    assert [f.code for f in again.findings] == ["KVC900"]
+    mended = _step(path, config, project, again, RUNNER.replace("        return LIMIT\n", "        return LIMIT + 1\n"))
+    assert mended.incremental and _findings(mended) == _findings(first)
+    back = _step(path, config, project, _step(path, config, project, mended, RUNNER + "(\n"), RUNNER)
+    assert back.incremental and _findings(back) == _findings(first)
+
+
+def test_newer_syntax_inside_a_function(runner: tuple[Path, Config, ProjectIndex]) -> None:
+    """A function given a nested `def` with type parameters (3.12): on an older Python, `ast` rejects the file and
+    libcst lowers it, as for `kvlint check`."""
+    path, config, project = runner
+    first = analyse_text(path.as_uri(), 1, RUNNER, path, config, project)
+    edited = RUNNER.replace("        return LIMIT\n", "        def inner[T](value: T) -> T:\n            return value\n"
+                                                      "        return LIMIT\n")
+    second = _step(path, config, project, first, edited)
+    assert "KVC900" not in {f.code for f in second.findings}
 
 
 def test_a_class_field_or_a_module_global_is_a_full_analysis(runner: tuple[Path, Config, ProjectIndex]) -> None:

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import io
 import re
+import tokenize
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -50,6 +52,7 @@ from kvlint.sites import Site, Span
 Markers = dict[Span, tuple[str, tuple[str, ...], str]]
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _CLASS_LINE = re.compile(r"[ \t]*class[ \t]+(\w+)")
+_LAYOUT = (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER, tokenize.NEWLINE)
 _METHOD_WRAPPER = "if 1:\n"  # a method's text parses alone inside a block: its lines are then one later
 
 
@@ -158,8 +161,11 @@ def reanalyse(
     """The analysis of `text` from the last one, when only one function's body changed and none of its
     declarations; None when a full analysis is due."""
     facts = state.facts
-    if config != facts.config or project_state(project) != facts.project_state:
-        return None
+    if config != facts.config or any(now is not then for now, then in zip(project_state(project),
+                                                                         facts.project_state)):
+        return None  # another configuration, or the folder's index changed (by identity: never compared)
+    if text == state.text:  # back to the text analysed last (a syntax error typed and mended since)
+        return judge(state.prepared, config, state.sites, state.markers, None), state
     shapes = dict(state.shapes)
     edit = _locate(state, lines, shapes)
     if edit is None or not _same_declarations(state, edit, text, config):
@@ -255,6 +261,54 @@ def _locate(state: UnitState, lines: list[str], shapes: dict[tuple[str, bool], S
     if not shape.header_end:
         return None
     return _Edit(number, first, last, first - 1 + shape.end, parent, delta, old_text, new_text, node)
+
+
+def unparsable_unit(state: UnitState, lines: list[str]) -> tuple[int, int, str] | None:
+    """Where a change made one function unit's body unparsable, when that is all it did: the unit's new
+    lines (first, last) and its text as it parses alone (a method's inside a block); None otherwise.
+
+    The text is a whole: every bracket, string and continuation it opens it closes, and it does not end
+    with a decorator, so whatever parses the file parses it in its place as a run of statements, and what
+    cannot parse it cannot parse the file (the server then spares asking libcst about the whole file,
+    `kvlint.flow.lowering`, when `ast`'s error lies in it)."""
+    old = state.prepared
+    change = changed_lines(old.lines, lines)
+    if change is None:
+        return None
+    first_changed, last_changed, _ = change
+    delta = len(lines) - len(old.lines)
+    segments = old.segments
+    number = _unit_before(segments, first_changed - 1)
+    if number is None:
+        return None
+    first, _, parent = segments[number]
+    extent = segments[number + 1][0] - 1 if number + 1 < len(segments) else len(old.lines)
+    if last_changed > extent:
+        return None
+    in_class = parent >= 0
+    old_shape = _shape("".join(old.lines[first - 1 : extent]), in_class, dict(state.shapes))
+    if not old_shape.function or not old_shape.header_end or first_changed <= first - 1 + old_shape.header_end:
+        return None
+    new_lines = lines[first - 1 : extent + delta]
+    text = "".join(new_lines)
+    if _parse_unit(text, in_class) is not None or not _is_whole(text):
+        return None
+    return first, extent + delta, _METHOD_WRAPPER + text if in_class else text
+
+
+def _is_whole(text: str) -> bool:
+    """The text tokenizes to its end (no bracket, string or continuation left open), and its last logical line
+    is no decorator."""
+    current = completed = ""  # the first token of the logical line being read, and of the last one read
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.NEWLINE:
+                completed, current = current, ""
+            elif token.type not in _LAYOUT and not current:
+                current = token.string
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    return completed != "@"
 
 
 def _same_declarations(state: UnitState, edit: _Edit, text: str, config: Config) -> bool:
