@@ -39,6 +39,7 @@ from tests.support.vllm_sources import vllm_tree  # noqa: E402
 RELEASE = "0.33.0"
 RUNNER = "vllm/v1/worker/gpu_model_runner.py"
 DOC = ROOT / "docs" / "server.md"
+RUFF = Path.home() / ".cache" / "kvlint" / "bench-venvs" / "ruff" / "bin" / "ruff"  # bench/audit_bench.py's
 
 HARNESS = r"""
 local uv = vim.loop
@@ -46,12 +47,23 @@ local out_path = os.getenv("KVLINT_BENCH_OUT")
 local edits = tonumber(os.getenv("KVLINT_BENCH_EDITS"))
 local pause = tonumber(os.getenv("KVLINT_BENCH_PAUSE_MS"))
 local line = tonumber(os.getenv("KVLINT_BENCH_LINE"))
-local arrivals, published, indexed = {}, 0, false
+local peer = os.getenv("KVLINT_BENCH_PEER") == "1"  -- another server: no tree index to wait for
+local arrivals, published, indexed, last = {}, 0, peer, 0
 local on_diagnostics = vim.lsp.handlers["textDocument/publishDiagnostics"]
 vim.lsp.handlers["textDocument/publishDiagnostics"] = function(err, result, ctx, config)
   published = published + 1
-  if result and result.version then arrivals[result.version] = uv.hrtime() end
+  last = uv.hrtime()
+  if result and result.version then arrivals[result.version] = last end
   return on_diagnostics(err, result, ctx, config)
+end
+local on_pulled = vim.lsp.handlers["textDocument/diagnostic"]  -- a server the client pulls from (0.10 and later)
+if on_pulled then
+  vim.lsp.handlers["textDocument/diagnostic"] = function(err, result, ctx, config)
+    published = published + 1
+    last = uv.hrtime()
+    if ctx and ctx.version then arrivals[ctx.version] = last end
+    return on_pulled(err, result, ctx, config)
+  end
 end
 local on_log = vim.lsp.handlers["window/logMessage"]
 vim.lsp.handlers["window/logMessage"] = function(err, result, ctx, config)
@@ -76,7 +88,7 @@ client.notify = function(...)
   if method == "textDocument/didChange" then sent[params.textDocument.version] = uv.hrtime() end
   return notify(...)
 end
-if not vim.wait(180000, function() return indexed and published >= 2 end, 10) then
+if not vim.wait(180000, function() return indexed and published >= (peer and 1 or 2) end, 10) then
   return write({ error = "no tree index or no re-check", published = published, indexed = indexed })
 end
 local server = vim.fn.systemlist({ "pgrep", "-P", tostring(vim.fn.getpid()) })[1]
@@ -101,7 +113,13 @@ for number = 1, edits + 3 do
     vim.api.nvim_buf_set_text(buf, line, #text, line, #text + #comment, { "" })
   end
   local version = vim.api.nvim_buf_get_changedtick(buf)
-  if not vim.wait(30000, function() return arrivals[version] ~= nil end, 1) then
+  local before = published
+  if not vim.wait(30000, function()
+    if arrivals[version] == nil and published > before and last > started and sent[version] then
+      arrivals[version] = last  -- a server that does not say the version: the first publication after the edit
+    end
+    return arrivals[version] ~= nil
+  end, 1) then
     return write({ error = "no diagnostics for version " .. version })
   end
   if number > 3 then
@@ -130,10 +148,20 @@ def edited_line(text: str) -> int:
     return next(n for n in range(start, len(lines)) if "kv_connector_output" in lines[n])
 
 
-def run(executable: Path, tree: Path, edits: int, pause: float) -> dict[str, object]:
+def init_lua(server: Path | None) -> str:
+    """The snippet as it stands, or with another server's command in kvlint's place (the peer)."""
+    code = snippet()
+    if server is None:
+        return code
+    kvlint = 'cmd = { "kvlint", "server" }'
+    assert kvlint in code and 'name = "kvlint"' in code, "the snippet changed: update the peer's copy"
+    return code.replace(kvlint, f'cmd = {{ "{server}", "server" }}').replace('name = "kvlint"', 'name = "peer"')
+
+
+def run(executable: Path, tree: Path, edits: int, pause: float, peer: Path | None = None) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="kvlint-nvim-bench-") as scratch:
         work = Path(scratch)
-        (work / "init.lua").write_text(snippet())
+        (work / "init.lua").write_text(init_lua(peer))
         (work / "harness.lua").write_text(HARNESS)
         output = work / "result.json"
         venv_bin = Path(sys.executable).parent
@@ -143,7 +171,7 @@ def run(executable: Path, tree: Path, edits: int, pause: float) -> dict[str, obj
             "PATH": os.pathsep.join([str(venv_bin), environment.get("PATH", "")]),  # this tree's `kvlint`
             **{f"XDG_{kind}_HOME": str(work / "home" / kind.lower()) for kind in ("CONFIG", "DATA", "STATE", "CACHE")},
             "KVLINT_BENCH_OUT": str(output), "KVLINT_BENCH_EDITS": str(edits),
-            "KVLINT_BENCH_PAUSE_MS": str(int(pause * 1000)),
+            "KVLINT_BENCH_PAUSE_MS": str(int(pause * 1000)), "KVLINT_BENCH_PEER": "1" if peer else "0",
             "KVLINT_BENCH_LINE": str(edited_line((tree / RUNNER).read_text())),
         })
         completed = subprocess.run(
@@ -167,24 +195,43 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--edits", type=int, default=30)
     parser.add_argument("--pause", type=float, default=0.3, help="seconds between an arrival and the next edit")
+    parser.add_argument("--rounds", type=int, default=1, help="runs of each server, their order alternating")
     parser.add_argument("--nvim", type=Path, action="append", help="a Neovim to run (default: every one found)")
+    parser.add_argument("--peer", type=Path, default=RUFF if RUFF.is_file() else None,
+                        help=f"another language server to time the same way (default: {RUFF}, when there)")
     args = parser.parse_args()
     tree = vllm_tree(RELEASE)
     found = {version_of(path): path for path in args.nvim} if args.nvim else installed_neovims()
     if not found:
         raise SystemExit("no Neovim here: `apt-get install -y neovim` (Debian's 0.7.2)")
     ticks = os.sysconf("SC_CLK_TCK")
+    servers: list[tuple[str, Path | None]] = [("kvlint server", None)]
+    if args.peer is not None:
+        servers.append((f"{args.peer.name} server ({_version(args.peer)})", args.peer))
     for version, executable in sorted((v, p) for v, p in found.items() if v is not None):
-        result = run(executable, tree, args.edits, args.pause)
-        rows = result["rows"]  # type: ignore[index]
-        edit = [row["edit"] for row in rows]  # type: ignore[index]
-        sent = [row["sent"] for row in rows if row["sent"] is not None]  # type: ignore[index]
-        cpu = result["cpu_ticks"] / ticks / len(rows) * 1000  # type: ignore[operator]
-        print(f"Neovim {result['version']} ({executable}), vLLM {RELEASE} {RUNNER}: {len(rows)} one-line edits, "
-              f"buffer change -> diagnostics median {statistics.median(edit):.0f} ms, p90 {_p90(edit):.0f} ms, "
-              f"max {max(edit):.0f} ms; didChange sent -> diagnostics median {statistics.median(sent):.0f} ms; "
-              f"server CPU {cpu:.0f} ms per edit")
+        rows: dict[str, list[dict[str, float]]] = {name: [] for name, _ in servers}
+        cpu: dict[str, float] = {name: 0.0 for name, _ in servers}
+        shown = ""
+        for round_ in range(args.rounds):
+            for name, peer in servers if round_ % 2 == 0 else servers[::-1]:
+                result = run(executable, tree, args.edits, args.pause, peer)
+                rows[name] += result["rows"]  # type: ignore[arg-type]
+                cpu[name] += result["cpu_ticks"] / ticks  # type: ignore[operator]
+                shown = str(result["version"])
+        print(f"Neovim {shown} ({executable}), vLLM {RELEASE} {RUNNER}, {args.rounds} run(s) of {args.edits} "
+              "one-line edits per server:")
+        for name, _ in servers:
+            edit = [row["edit"] for row in rows[name]]
+            sent = [row["sent"] for row in rows[name] if row["sent"] is not None]
+            print(f"  {name}: buffer change -> diagnostics median {statistics.median(edit):.0f} ms, "
+                  f"p90 {_p90(edit):.0f} ms, max {max(edit):.0f} ms; didChange sent -> diagnostics median "
+                  f"{statistics.median(sent):.0f} ms; server CPU {cpu[name] / len(edit) * 1000:.0f} ms per edit")
     return 0
+
+
+def _version(executable: Path) -> str:
+    completed = subprocess.run([str(executable), "--version"], capture_output=True, text=True, timeout=60)
+    return completed.stdout.strip()
 
 
 if __name__ == "__main__":

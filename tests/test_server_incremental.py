@@ -24,8 +24,8 @@ from kvlint.server.project import ProjectIndex
 from kvlint.source import split_lines
 from tests.conftest import FIXTURES
 
-TREES = ["realistic", "realistic_b", "realistic_e", "realistic_ec", "realistic_h", "vllm_like", "summaries",
-         "fixes", "server_workspace"]
+TREES = ["realistic", "realistic_b", "realistic_c", "realistic_e", "realistic_ec", "realistic_f", "realistic_h",
+         "vllm_like", "summaries", "fixes", "server_workspace"]
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
 _SWAPS = [("is None", "is not None"), ("is not None", "is None"), ("kv_connector_output", "finished_sending"),
           ("return", "return None  #"), ("if ", "if not "), ("or ()", ""), ("copy.copy(", "(")]
@@ -124,8 +124,9 @@ def test_generated_edits_of_fixture_files_give_a_full_analysis_findings(tree: st
     project = ProjectIndex(root, config)
     project.build()
     taken: dict[str, int] = {}
-    largest = sorted(root.rglob("*.py"), key=lambda path: (-path.stat().st_size, path))[:5]
-    for number, path in enumerate(largest):
+    files = sorted(root.rglob("*.py"), key=lambda path: (-path.stat().st_size, path))
+    marked = [path for path in files if "connector-path" in path.read_text(encoding="utf-8")]  # KVC101 markers
+    for number, path in enumerate(dict.fromkeys([*files[:4], *marked])):
         for kind, count in _chain(path, config, project, 16, number).items():
             taken[kind] = taken.get(kind, 0) + count
     assert sum(taken.values()) >= 5, taken  # the incremental path is taken, not only the full one
