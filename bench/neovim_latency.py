@@ -92,8 +92,8 @@ if not vim.wait(180000, function() return indexed and published >= (peer and 1 o
   return write({ error = "no tree index or no re-check", published = published, indexed = indexed })
 end
 local server = vim.fn.systemlist({ "pgrep", "-P", tostring(vim.fn.getpid()) })[1]
-local function cpu_ticks()
-  local file = io.open("/proc/" .. server .. "/stat")
+local function cpu_ticks(pid)
+  local file = io.open("/proc/" .. (pid or server) .. "/stat")
   if not file then return -1 end
   local stat = file:read("*a")
   file:close()
@@ -103,9 +103,9 @@ end
 local buf = vim.api.nvim_get_current_buf()
 local text = vim.api.nvim_buf_get_lines(buf, line, line + 1, true)[1]
 local comment = "  # an edit"
-local rows, ticks = {}, 0
+local rows, ticks, own = {}, 0, 0
 for number = 1, edits + 3 do
-  if number == 4 then ticks = cpu_ticks() end
+  if number == 4 then ticks, own = cpu_ticks(), cpu_ticks(vim.fn.getpid()) end
   local started = uv.hrtime()
   if number % 2 == 1 then
     vim.api.nvim_buf_set_text(buf, line, #text, line, #text, { comment })
@@ -129,7 +129,7 @@ for number = 1, edits + 3 do
   vim.wait(pause, function() return false end, 10)
 end
 local v = vim.version()
-write({ rows = rows, cpu_ticks = cpu_ticks() - ticks, version = string.format("%d.%d.%d", v.major, v.minor, v.patch) })
+write({ rows = rows, cpu_ticks = cpu_ticks() - ticks, nvim_ticks = cpu_ticks(vim.fn.getpid()) - own, version = string.format("%d.%d.%d", v.major, v.minor, v.patch) })
 """
 
 
@@ -199,7 +199,10 @@ def main() -> int:
     parser.add_argument("--nvim", type=Path, action="append", help="a Neovim to run (default: every one found)")
     parser.add_argument("--peer", type=Path, default=RUFF if RUFF.is_file() else None,
                         help=f"another language server to time the same way (default: {RUFF}, when there)")
+    parser.add_argument("--no-peer", action="store_true", help="time kvlint's server only")
     args = parser.parse_args()
+    if args.no_peer:
+        args.peer = None
     tree = vllm_tree(RELEASE)
     found = {version_of(path): path for path in args.nvim} if args.nvim else installed_neovims()
     if not found:
@@ -211,12 +214,14 @@ def main() -> int:
     for version, executable in sorted((v, p) for v, p in found.items() if v is not None):
         rows: dict[str, list[dict[str, float]]] = {name: [] for name, _ in servers}
         cpu: dict[str, float] = {name: 0.0 for name, _ in servers}
+        editor: dict[str, float] = {name: 0.0 for name, _ in servers}
         shown = ""
         for round_ in range(args.rounds):
             for name, peer in servers if round_ % 2 == 0 else servers[::-1]:
                 result = run(executable, tree, args.edits, args.pause, peer)
                 rows[name] += result["rows"]  # type: ignore[arg-type]
                 cpu[name] += result["cpu_ticks"] / ticks  # type: ignore[operator]
+                editor[name] += result["nvim_ticks"] / ticks  # type: ignore[operator]
                 shown = str(result["version"])
         print(f"Neovim {shown} ({executable}), vLLM {RELEASE} {RUNNER}, {args.rounds} run(s) of {args.edits} "
               "one-line edits per server:")
@@ -225,7 +230,8 @@ def main() -> int:
             sent = [row["sent"] for row in rows[name] if row["sent"] is not None]
             print(f"  {name}: buffer change -> diagnostics median {statistics.median(edit):.0f} ms, "
                   f"p90 {_p90(edit):.0f} ms, max {max(edit):.0f} ms; didChange sent -> diagnostics median "
-                  f"{statistics.median(sent):.0f} ms; server CPU {cpu[name] / len(edit) * 1000:.0f} ms per edit")
+                  f"{statistics.median(sent):.0f} ms; server CPU {cpu[name] / len(edit) * 1000:.0f} ms per edit "
+                  f"(Neovim's own {editor[name] / len(edit) * 1000:.0f} ms)")
     return 0
 
 
