@@ -129,7 +129,8 @@ for number = 1, edits + 3 do
   vim.wait(pause, function() return false end, 10)
 end
 local v = vim.version()
-write({ rows = rows, cpu_ticks = cpu_ticks() - ticks, nvim_ticks = cpu_ticks(vim.fn.getpid()) - own, version = string.format("%d.%d.%d", v.major, v.minor, v.patch) })
+write({ rows = rows, cpu_ticks = cpu_ticks() - ticks, nvim_ticks = cpu_ticks(vim.fn.getpid()) - own,
+        version = string.format("%d.%d.%d", v.major, v.minor, v.patch) })
 """
 
 

@@ -317,7 +317,7 @@ def test_a_class_field_or_a_module_global_is_a_full_analysis(runner: tuple[Path,
 def test_a_new_finding_in_an_edited_function(runner: tuple[Path, Config, ProjectIndex]) -> None:
     path, config, project = runner
     first = analyse_text(path.as_uri(), 1, RUNNER, path, config, project)
-    edited = RUNNER.replace("    return ModelRunnerOutput(kv_connector_output=kvo)\n", "    return ModelRunnerOutput()\n")
+    edited = RUNNER.replace("ModelRunnerOutput(kv_connector_output=kvo)\n", "ModelRunnerOutput()\n")
     second = _step(path, config, project, first, edited)
     assert second.incremental
     assert "KVC003" in {f.code for f in second.findings} and "KVC003" not in {f.code for f in first.findings}

@@ -161,8 +161,8 @@ def reanalyse(
     """The analysis of `text` from the last one, when only one function's body changed and none of its
     declarations; None when a full analysis is due."""
     facts = state.facts
-    if config != facts.config or any(now is not then for now, then in zip(project_state(project),
-                                                                         facts.project_state)):
+    moved = any(now is not then for now, then in zip(project_state(project), facts.project_state))
+    if config != facts.config or moved:
         return None  # another configuration, or the folder's index changed (by identity: never compared)
     if text == state.text:  # back to the text analysed last (a syntax error typed and mended since)
         return judge(state.prepared, config, state.sites, state.markers, None), state
