@@ -335,6 +335,15 @@ def reduced_text(prepared: PreparedFile, config: Config, extra_names: Sequence[s
     return text, kept_lines
 
 
+def unit_relevant(prepared: PreparedFile, config: Config, extra_names: Sequence[str], text: str) -> bool:
+    """Whether `reduced_text` keeps a unit of this text for itself (a class's member is also kept when its
+    class header is relevant)."""
+    relevance = _relevance(config, tuple(sorted(set(extra_names))), prepared.local_names, prepared.local_output_classes)
+    if relevance.words and not any(word in text for word in relevance.words):
+        return False
+    return relevance.matches(text)
+
+
 def analyse_prepared(
     prepared: PreparedFile,
     config: Config,
@@ -454,11 +463,38 @@ def _sites(
         module, SourceText(parsed, line_map), prepared.imports, index, config, prepared.module_name,
         prepared.declarations,
     )
-    sites = analysis.run()
-    markers = analysis.unknown_markers
+    return analysis.run(), analysis.unknown_markers, file_fixes(prepared, config, index, text, line_map)
+
+
+def unit_sites(
+    prepared: PreparedFile, config: Config, index: TreeIndex, text: str, line_map: Sequence[int]
+) -> tuple[list[Site], dict[Span, tuple[str, tuple[str, ...], str]]]:
+    """The flow analysis of some of the file's top-level units, with the module's facts of `prepared`: `text`
+    is those units' lines (`line_map`: the file's line of each), as `reduced_text` gives them, perhaps with a
+    unit's body replaced by a stand-in (the editor's re-analysis of one changed function, docs/server.md).
+    Returns the sites and the markers that name no invariant; raises `SourceError` (the text does not parse,
+    or is too deep) and whatever else the analysis raises."""
+    from kvlint.flow import FlowAnalysis
+    from kvlint.flow.source import SourceText
+
+    def work() -> tuple[list[Site], dict[Span, tuple[str, tuple[str, ...], str]]]:
+        analysis = FlowAnalysis(
+            parse_source(text), SourceText(text, line_map), prepared.imports, index, config, prepared.module_name,
+            prepared.declarations,
+        )
+        return analysis.run(), analysis.unknown_markers
+
+    return _run_with_deep_stack(work)  # type: ignore[no-any-return]
+
+
+def file_fixes(
+    prepared: PreparedFile, config: Config, index: TreeIndex, text: str, line_map: Sequence[int]
+) -> Callable[[], FileFixes]:
+    """How to build the context the fixes of the file's findings are made in: libcst over the text the flow
+    analysis read (`reduced_text`'s), so that fixes edit the code as written; only a file with a finding
+    pays for it (`judge`)."""
 
     def fix_context() -> FileFixes:
-        """libcst over the same text: fixes edit the code as written (only a file with a finding pays for it)."""
         from kvlint.fixing.units import FileFixes, unit_bounds
 
         segments = prepared.segments if prepared.fallback_error is None else ()
@@ -466,7 +502,7 @@ def _sites(
         return FileFixes(text, line_map, bounds, prepared.lines, prepared.segments, prepared.imports, index, config,
                          prepared.module_name)
 
-    return sites, markers, fix_context
+    return fix_context
 
 
 def _marker_findings(
