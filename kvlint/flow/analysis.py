@@ -50,20 +50,39 @@ class FlowAnalysis:
         # the `# kvlint: connector-path[...]` markers that name what is no invariant here: where -> the marker,
         # those names, the marked function
         self.unknown_markers: dict[Span, tuple[str, tuple[str, ...], str]] = {}
-        # the parts, and which of the others each one calls: set up here, and only here
-        self.statements = statements = Statements(context)
-        self.expressions = expressions = Expressions(context)
-        self.narrowing = narrowing = Narrowing(context)
-        self.recorder = recorder = Recorder(context)
+        self.statements = Statements(context)
+        self.expressions = Expressions(context)
+        self.narrowing = Narrowing(context)
+        self.recorder = Recorder(context)
+        self._connect()
+
+    def _connect(self) -> None:
+        """Which of the other parts each part calls: set up here, and only here."""
+        statements, expressions, narrowing, recorder = self.statements, self.expressions, self.narrowing, self.recorder
         statements.expressions, statements.narrowing, statements.recorder = expressions, narrowing, recorder
         expressions.statements, expressions.narrowing, expressions.recorder = statements, narrowing, recorder
         narrowing.statements, narrowing.expressions, narrowing.recorder = statements, expressions, recorder
         recorder.statements, recorder.expressions = statements, expressions
 
+    def _disconnect(self) -> None:
+        """Undo `_connect` once the module is analysed: the parts refer to one another, a cycle that only the
+        garbage collector would free, and kvlint runs it rarely (`running.collector`)."""
+        statements, expressions, narrowing, recorder = self.statements, self.expressions, self.narrowing, self.recorder
+        del statements.expressions, statements.narrowing, statements.recorder
+        del expressions.statements, expressions.narrowing, expressions.recorder
+        del narrowing.statements, narrowing.expressions, narrowing.recorder
+        del recorder.statements, recorder.expressions
+
     # ----------------------------------------------------------- entry points
 
     def run(self) -> list[Site]:
-        """Analyse the module body and every nested scope; return the sites."""
+        """Analyse the module body and every nested scope; return the sites. Once: the parts are disconnected."""
+        try:
+            return self._run()
+        finally:
+            self._disconnect()
+
+    def _run(self) -> list[Site]:
         self.context.pending.append((self.module, ScopeContext("<module>")))
         while self.context.pending:
             node, scope = self.context.pending.pop(0)
