@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any
 from kvlint.running.collector import collect_garbage_rarely
 from kvlint.config import Config
 from kvlint.running.discovery import SourceFile, UnreadablePath, iter_python_files, read_source
-from kvlint.engine import EVERYTHING, FileReport, PreparedFile, analyse_prepared, encoding_problem, prepare_source
-from kvlint.source import module_name_for
+from kvlint.engine import (
+    EVERYTHING, FileReport, PreparedFile, analyse_prepared, encoding_problem, on_analysis_thread, prepare_source,
+)
+from kvlint.running.module_names import ModuleNames
 from kvlint.byte_scan import mentions_any
 from kvlint.findings import Finding
 from kvlint.rules import INTERNAL_ERROR, UNREADABLE
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from kvlint.running.cache import CachedFile, ResultCache
 
 PARALLEL_THRESHOLD = 4  # below this many files found, worker start-up costs more than it saves
+_module_names = ModuleNames()  # this run's (`run` and `index_tree` start anew; a worker fills its own copy)
 
 
 def default_jobs() -> int:
@@ -48,6 +51,7 @@ def run(
     paths: Sequence[Path], config: Config, jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None, everything: bool = False,
     cache_dir: Path | None = None, suppress: bool = True, index_needed: bool = False,
+    fixes: bool | frozenset[str] = True,
 ) -> RunResult:
     """Check every Python file under `paths` with `config`.
 
@@ -68,8 +72,12 @@ def run(
     facts are the record's, and a new record is written at the end.
     `suppress=False` keeps what `# noqa`, select/ignore and per-file-ignores would drop
     (`--report-unused-noqa` compares the two); such a run uses no cache.
+    `fixes`: the fixes to build (`engine.analyse_prepared`): all, none, or those of these rules' findings, for
+    a report that shows no others; a run with a cache builds all, as its reports are kept for any report.
     """
+    global _module_names
     started = time.perf_counter()
+    _module_names = ModuleNames()
     if cache_dir is not None and suppress and not index_needed:
         replayed = replay(paths, config, cache_dir, everything)
         if replayed is not None:
@@ -77,6 +85,8 @@ def run(
             return replayed
     seen_ns = time.time_ns()  # what a status recorded in this run is settled against
     jobs = jobs or default_jobs()
+    if cache_dir is not None:
+        fixes = True
     result = RunResult()
     cache = _RunCache.open(cache_dir, config, everything, paths, seen_ns) if cache_dir is not None and suppress \
         else None
@@ -126,18 +136,18 @@ def run(
             work += stale
         work.sort(key=lambda w: (-w.size, w.display_path))  # the longest first: workers finish together
 
-        def task(item: _Analysis | object) -> object:
-            return (item, config, extra_names, suppress) if isinstance(item, _Analysis) else item  # or STILL_READING
+        def task(item: _Analysis | object) -> object:  # an item, or STILL_READING as it is
+            return (item, config, extra_names, suppress, fixes) if isinstance(item, _Analysis) else item
 
         tasks = [task(w) for w in work] if cache is not None else map(task, _then_callers(work, build, extra_names))
         analysed = pool.map(  # the index goes to each worker once (vLLM's is 0.3 MB), not with each file
-            _analyse, tasks, progress, on_crash=_analyse_crashed, shared=index, size=_work_size,
+            _analyse, tasks, progress, on_crash=_analyse_crashed, shared=index, size=_work_size, batch=_analyse_batch,
         )
         if cache is None:
             index, changed = build.final()
             if changed:  # a skipped file changed the index: what was analysed with the provisional one is redone
                 analysed = pool.map(_analyse, [task(w) for w in work], progress, on_crash=_analyse_crashed,
-                                    shared=index, size=_work_size)
+                                    shared=index, size=_work_size, batch=_analyse_batch)
         if cache is not None:
             cache.remember(work, analysed)
         reports += analysed
@@ -179,6 +189,9 @@ class _Analysis:
     size: int
     prepared: PreparedFile | None = None
     unprepared: tuple[SourceFile, bytes, tuple[str, ...]] | None = None
+
+
+_Task = tuple[_Analysis, Config, tuple[str, ...], bool, "bool | frozenset[str]"]  # what an analysis is given
 
 
 class _Unread:
@@ -282,7 +295,7 @@ class _RunCache:
                 yield item
                 continue
             source, data, config, names = item
-            module = module_name_for(source.path)
+            module = _module_names(source.path)
             key = self.store.file_key(source.display_path, *module, _bytes(data) if not isinstance(data, _Unread)
                                       else None, self.digest(source, data))
             cached = self.store.recall(key)
@@ -443,24 +456,39 @@ def _byte_count(args: tuple[SourceFile, bytes, Config, tuple[str, ...]]) -> int:
     return len(args[1])
 
 
-def _work_size(args: tuple[_Analysis, Config, tuple[str, ...], bool]) -> int:
+def _work_size(args: _Task) -> int:
     return args[0].size
 
 
 def _prepare(args: tuple[SourceFile, bytes, Config, tuple[str, ...]]) -> PreparedFile:
     source, data, config, extra_names = args
-    module_name, is_package = module_name_for(source.path)
+    module_name, is_package = _module_names(source.path)
     return prepare_source(data, source.display_path, config, module_name, is_package, extra_names)
 
 
-def _analyse(args: tuple[_Analysis, Config, tuple[str, ...], bool]) -> FileReport:
-    work, config, names, suppress = args
+def _analyse(args: _Task) -> FileReport:
+    return _analyse_ready(_ready(args), args)
+
+
+def _analyse_batch(batch: list[_Task]) -> list[FileReport]:
+    """`_analyse` of each, in a worker: the files to prepare are prepared here, then all are analysed in one
+    stay on the analysis thread (`engine.on_analysis_thread`), not one hand-over to it each."""
+    ready = [(_ready(args), args) for args in batch]
+    return on_analysis_thread(lambda: [_analyse_ready(prepared, args) for prepared, args in ready])
+
+
+def _ready(args: _Task) -> PreparedFile:
+    work, config = args[0], args[1]
+    if work.prepared is not None:
+        return work.prepared
+    source, data, prepare_names = work.unprepared  # type: ignore[misc]
+    return _prepare((source, data, config, prepare_names))
+
+
+def _analyse_ready(prepared: PreparedFile, args: _Task) -> FileReport:
+    _, config, names, suppress, fixes = args
     index: TreeIndex = shared_with_workers()
-    prepared = work.prepared
-    if prepared is None:
-        source, data, prepare_names = work.unprepared  # type: ignore[misc]
-        prepared = _prepare((source, data, config, prepare_names))
-    return analyse_prepared(prepared, config, index, names, suppress)
+    return analyse_prepared(prepared, config, index, names, suppress, fixes)
 
 
 def index_tree(paths: Sequence[Path], config: Config) -> tuple[TreeIndex, frozenset[str]]:
@@ -469,6 +497,8 @@ def index_tree(paths: Sequence[Path], config: Config) -> tuple[TreeIndex, frozen
     For a host that analyses files one at a time but was given a whole tree
     (flake8): it then sees the same index `kvlint check` builds for `run`.
     """
+    global _module_names
+    _module_names = ModuleNames()
     names = config.names()
     candidates = list(_read(iter_python_files(paths, config), []))
     relevant: list[tuple[SourceFile, bytes]] = []
@@ -642,5 +672,5 @@ def _prepare_crashed(args: tuple[SourceFile, bytes, Config, tuple[str, ...]]) ->
     return PreparedFile(args[0].display_path, "", error=_crashed(args[0].display_path))
 
 
-def _analyse_crashed(args: tuple[_Analysis, Config, tuple[str, ...], bool]) -> FileReport:
+def _analyse_crashed(args: _Task) -> FileReport:
     return FileReport(args[0].display_path, findings=(_crashed(args[0].display_path),))

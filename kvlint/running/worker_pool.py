@@ -67,7 +67,7 @@ class _Worker:
         if it died."""
         if blob is self.shared_blob:
             return
-        self.send((_install_shared, [blob]))
+        self.send((_install_shared, [blob], None))
         succeeded, value = pickle.load(self.results)
         if not succeeded:
             raise value
@@ -129,7 +129,8 @@ class WorkerPool:
     def map(self, function: Callable[[Any], Any], items: Iterable[Any],
             progress: Callable[[int, int], None] | None = None,
             on_crash: Callable[[Any], Any] | None = None, shared: Any = None,
-            size: Callable[[Any], int] | None = None) -> list[Any]:
+            size: Callable[[Any], int] | None = None,
+            batch: Callable[[list[Any]], list[Any]] | None = None) -> list[Any]:
         """`function(item)` for each item, in order; an item whose process dies twice gets `on_crash(item)`.
 
         `items` may be a generator that does work of its own (the runner reads and scans files in it): it is
@@ -138,6 +139,8 @@ class WorkerPool:
         one, up to `jobs`; while this process still reads a generator, one worker fewer works. `progress(done,
         total)` is called per item once the total is known. `shared` is sent to each worker once, where
         `function` reads it with `shared()`. With `size`, the largest waiting item is handed out first.
+        `batch(items)`, when given, is what a worker calls for a task's items instead of `function` on each (it
+        must give what `function` would, item by item; a retried item gets `function` alone).
         """
         total = len(items) if isinstance(items, Sized) else None
         source = iter(items)
@@ -154,7 +157,7 @@ class WorkerPool:
             feed.read_all()  # a list: every item is known at once, and batches can be cut fairly
         blob = None if shared is None else pickle.dumps(shared, protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            return self._distribute(function, feed, total, progress, on_crash, shared, blob)
+            return self._distribute(function, feed, total, progress, on_crash, shared, blob, batch)
         except BaseException:
             self.close(kill=True)  # a worker may still be on an item: no later call may read its answer
             raise
@@ -173,7 +176,7 @@ class WorkerPool:
     def _distribute(self, function: Callable[[Any], Any], feed: _Feed, total: int | None,
                     progress: Callable[[int, int], None] | None,
                     on_crash: Callable[[Any], Any] | None, shared: Any = None,
-                    blob: bytes | None = None) -> list[Any]:
+                    blob: bytes | None = None, batch: Callable[[list[Any]], list[Any]] | None = None) -> list[Any]:
         """Hand the items out to idle workers, reading ahead while all are busy; the answers, in order."""
         results: dict[int, Any] = {}
         busy: dict[int, tuple[_Worker, list[int]]] = {}  # result fd -> (worker, the indices of its items)
@@ -197,16 +200,16 @@ class WorkerPool:
                 if not idle:
                     break
                 worker = idle.pop()
-                batch = feed.take_batch(self._batch_items(feed, total))
+                taken = feed.take_batch(self._batch_items(feed, total))
                 try:
                     worker.share(blob)
-                    worker.send((function, [feed.items[index] for index in batch]))
+                    worker.send((function, [feed.items[index] for index in taken], batch))
                 except (OSError, EOFError, pickle.UnpicklingError):  # it died while idle: the items are done
-                    values = self._after_crash(worker, function, [feed.items[i] for i in batch], on_crash, idle, blob)
-                    for index, value in zip(batch, values):
+                    values = self._after_crash(worker, function, [feed.items[i] for i in taken], on_crash, idle, blob)
+                    for index, value in zip(taken, values):
                         finished(index, value)
                     continue
-                busy[worker.results.fileno()] = (worker, batch)
+                busy[worker.results.fileno()] = (worker, taken)
             if not busy:  # no worker could be started, or every one died: the rest here
                 with _sharing(shared):
                     for index in feed.rest():
@@ -217,16 +220,16 @@ class WorkerPool:
                 feed.read()
             ready, _, _ = select.select(list(busy), [], [], 0 if reading else None)
             for fd in ready:
-                worker, batch = busy.pop(fd)
+                worker, taken = busy.pop(fd)
                 try:
                     succeeded, values = pickle.load(worker.results)
                 except Exception:  # noqa: BLE001 - EOF or a torn pickle: the worker died on one of these items
-                    values = self._after_crash(worker, function, [feed.items[i] for i in batch], on_crash, idle, blob)
+                    values = self._after_crash(worker, function, [feed.items[i] for i in taken], on_crash, idle, blob)
                 else:
                     if not succeeded:
                         raise values
                     idle.append(worker)
-                for index, value in zip(batch, values):
+                for index, value in zip(taken, values):
                     finished(index, value)
 
     def _batch_items(self, feed: _Feed, total: int | None) -> int:
@@ -395,14 +398,16 @@ def _become_worker(parent: int) -> None:
 
 
 def _serve(tasks: BinaryIO, results: BinaryIO) -> None:
-    """Answer each `(function, items)` with `(True, results)` or `(False, exception)` until EOF."""
+    """Answer each `(function, items, batch)` with `(True, results)` or `(False, exception)` until EOF (`batch`:
+    what gives the results of all the items at once, if not `function` on each)."""
     while True:
         try:
-            function, items = pickle.load(tasks)
+            function, items, batch = pickle.load(tasks)
         except EOFError:
             return
         try:
-            answer: tuple[bool, object] = (True, [function(item) for item in items])
+            values = batch(items) if batch is not None else [function(item) for item in items]
+            answer: tuple[bool, object] = (True, values)
         except Exception as exc:  # noqa: BLE001 - raised again in the parent, as a pool would
             answer = (False, exc)
         pickle.dump(answer, results, protocol=pickle.HIGHEST_PROTOCOL)
@@ -419,7 +424,7 @@ def _isolated(function: Callable[[Any], Any], item: Any, on_crash: Callable[[Any
     if worker is not None:
         try:
             worker.share(blob)
-            worker.send((function, [item]))
+            worker.send((function, [item], None))
             succeeded, values = pickle.load(worker.results)
         except Exception:  # noqa: BLE001 - it died as well
             worker.close(kill=True)
