@@ -53,7 +53,7 @@ def _check(args: argparse.Namespace) -> int:
         from kvlint.running.runner import run
 
         result = run(args.paths, config, jobs=args.jobs, cache_dir=cache_dir, index_needed=index_needed,
-                     fixes=_fixes_shown(args))
+                     fixes=_fixes_shown(args), sites=False)  # a check reports findings, never the sites
     if not args.quiet:
         _warn_about_cache(result)
         _warn_if_nothing_found(args, result.files_found)
@@ -64,7 +64,7 @@ def _check(args: argparse.Namespace) -> int:
         from kvlint.running.runner import run
 
         config = _with_unused_noqa(config)
-        raw = run(args.paths, config, jobs=args.jobs, suppress=False, fixes=False)  # its findings' codes alone
+        raw = run(args.paths, config, jobs=args.jobs, suppress=False, fixes=False, sites=False)  # the codes alone
         reported = sorted([*reported, *unused_noqa(args.paths, config, raw.findings)])
     fixed = None
     if args.fix or args.diff:

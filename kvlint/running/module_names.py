@@ -22,11 +22,11 @@ class ModuleNames:
     def __init__(self) -> None:
         self._packages: dict[str, tuple[str, ...]] = {}  # a directory as the paths give it -> its packages
 
-    def __call__(self, path: Path) -> tuple[str, bool]:
+    def __call__(self, path: Path | str) -> tuple[str, bool]:
         text = os.fspath(path)
         directory, name = os.path.split(text)
         if name in ("", os.curdir, os.pardir) or os.path.islink(text):
-            return module_name_for(path)
+            return module_name_for(Path(text))
         packages = self._packages.get(directory)
         if packages is None:
             packages = self._packages[directory] = _packages_of(directory)

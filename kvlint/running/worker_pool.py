@@ -130,7 +130,9 @@ class WorkerPool:
             progress: Callable[[int, int], None] | None = None,
             on_crash: Callable[[Any], Any] | None = None, shared: Any = None,
             size: Callable[[Any], int] | None = None,
-            batch: Callable[[list[Any]], list[Any]] | None = None) -> list[Any]:
+            batch: Callable[[list[Any]], list[Any]] | None = None,
+            route: Callable[[Any], int | None] | None = None, away: Callable[[Any], Any] | None = None,
+            all_working: bool = False) -> list[Any]:
         """`function(item)` for each item, in order; an item whose process dies twice gets `on_crash(item)`.
 
         `items` may be a generator that does work of its own (the runner reads and scans files in it): it is
@@ -141,6 +143,10 @@ class WorkerPool:
         `function` reads it with `shared()`. With `size`, the largest waiting item is handed out first.
         `batch(items)`, when given, is what a worker calls for a task's items instead of `function` on each (it
         must give what `function` would, item by item; a retried item gets `function` alone).
+        `route(item)`: the process id of the worker that should take the item (it holds what the item needs),
+        or None; `away(item)` is what is sent in its place to any other process (what the holder would not need); a worker with no item of its own left takes the others', the smallest first
+        (it does the work the holder would have skipped). `all_working`: every worker works while this
+        process still reads (what they hold then comes out even between them).
         """
         total = len(items) if isinstance(items, Sized) else None
         source = iter(items)
@@ -152,12 +158,13 @@ class WorkerPool:
             self._start()
         if not self.workers:
             return _in_process(function, [*received, *_items(source)], progress, shared)
-        feed = _Feed(source, received, size)
+        feed = _Feed(source, received, size, route)
         if total is not None:
             feed.read_all()  # a list: every item is known at once, and batches can be cut fairly
         blob = None if shared is None else pickle.dumps(shared, protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            return self._distribute(function, feed, total, progress, on_crash, shared, blob, batch)
+            sent = _Sent(route, away)
+            return self._distribute(function, feed, total, progress, on_crash, shared, blob, batch, all_working, sent)
         except BaseException:
             self.close(kill=True)  # a worker may still be on an item: no later call may read its answer
             raise
@@ -176,10 +183,12 @@ class WorkerPool:
     def _distribute(self, function: Callable[[Any], Any], feed: _Feed, total: int | None,
                     progress: Callable[[int, int], None] | None,
                     on_crash: Callable[[Any], Any] | None, shared: Any = None,
-                    blob: bytes | None = None, batch: Callable[[list[Any]], list[Any]] | None = None) -> list[Any]:
+                    blob: bytes | None = None, batch: Callable[[list[Any]], list[Any]] | None = None,
+                    all_working: bool = False, sent: _Sent | None = None) -> list[Any]:
         """Hand the items out to idle workers, reading ahead while all are busy; the answers, in order."""
         results: dict[int, Any] = {}
         busy: dict[int, tuple[_Worker, list[int]]] = {}  # result fd -> (worker, the indices of its items)
+        sent = sent or _Sent(None, None)
         idle = list(self.workers)
 
         def finished(index: int, value: Any) -> None:
@@ -190,7 +199,8 @@ class WorkerPool:
         while True:
             # while this process still reads and scans the items it hands out, it uses a CPU itself: as many
             # workers as the others work meanwhile (on two CPUs, reading alone is the run's critical path)
-            working = self.jobs if total is not None or feed.exhausted else max(1, self.jobs - 1)
+            working = self.jobs if total is not None or feed.exhausted or all_working else max(1, self.jobs - 1)
+            starved = False  # the idle workers' items are still to be read: the others' wait for them
             while len(busy) < working and feed.waiting():
                 if not idle and len(self.workers) < self.jobs and not self.problem:
                     worker = self._fork()
@@ -199,23 +209,32 @@ class WorkerPool:
                         idle.append(worker)
                 if not idle:
                     break
-                worker = idle.pop()
-                taken = feed.take_batch(self._batch_items(feed, total))
+                worker, taken = None, []
+                for candidate in reversed(idle):
+                    taken = feed.take_batch(self._batch_items(feed, total), candidate.pid, self._pids())
+                    if taken:
+                        worker = candidate
+                        break
+                if worker is None:
+                    starved = True
+                    break
+                idle.remove(worker)
                 try:
                     worker.share(blob)
-                    worker.send((function, [feed.items[index] for index in taken], batch))
+                    worker.send((function, [sent.to(worker.pid, feed.items[index]) for index in taken], batch))
                 except (OSError, EOFError, pickle.UnpicklingError):  # it died while idle: the items are done
-                    values = self._after_crash(worker, function, [feed.items[i] for i in taken], on_crash, idle, blob)
+                    values = self._after_crash(worker, function, [sent.to(0, feed.items[i]) for i in taken], on_crash,
+                                               idle, blob)
                     for index, value in zip(taken, values):
                         finished(index, value)
                     continue
                 busy[worker.results.fileno()] = (worker, taken)
-            if not busy:  # no worker could be started, or every one died: the rest here
+            if not busy and not starved:  # no worker could be started, or every one died: the rest here
                 with _sharing(shared):
                     for index in feed.rest():
                         finished(index, function(feed.items[index]))
                 return [results[index] for index in range(len(feed.items))]
-            reading = not feed.exhausted and (not idle or len(busy) >= working)  # read ahead rather than wait
+            reading = not feed.exhausted and (starved or not idle or len(busy) >= working)  # read rather than wait
             if reading:
                 feed.read()
             ready, _, _ = select.select(list(busy), [], [], 0 if reading else None)
@@ -224,7 +243,8 @@ class WorkerPool:
                 try:
                     succeeded, values = pickle.load(worker.results)
                 except Exception:  # noqa: BLE001 - EOF or a torn pickle: the worker died on one of these items
-                    values = self._after_crash(worker, function, [feed.items[i] for i in taken], on_crash, idle, blob)
+                    values = self._after_crash(worker, function, [sent.to(0, feed.items[i]) for i in taken], on_crash,
+                                               idle, blob)
                 else:
                     if not succeeded:
                         raise values
@@ -236,8 +256,11 @@ class WorkerPool:
         """How many items the next task may take: up to `BATCH_ITEMS`, but no more than a fair share of what
         is left, so that the workers finish together (all of it is known once the source is read)."""
         if total is None and not feed.exhausted:
-            return max(1, min(BATCH_ITEMS, len(feed.pending) // 2))  # still reading: what waits, shared
-        return max(1, min(BATCH_ITEMS, len(feed.pending) // (2 * self.jobs)))
+            return max(1, min(BATCH_ITEMS, feed.count() // 2))  # still reading: what waits, shared
+        return max(1, min(BATCH_ITEMS, feed.count() // (2 * self.jobs)))
+
+    def _pids(self) -> frozenset[int]:
+        return frozenset(worker.pid for worker in self.workers)
 
     def _after_crash(self, worker: _Worker, function: Callable[[Any], Any], items: list[Any],
                      on_crash: Callable[[Any], Any] | None, idle: list[_Worker],
@@ -263,12 +286,27 @@ class WorkerPool:
             return None
 
 
+class _Sent:
+    """What goes to a process in an item's place: the item to the worker it is routed to, `away(item)` to any
+    other (a fresh process retrying it after a crash, too)."""
+
+    def __init__(self, route: Callable[[Any], int | None] | None, away: Callable[[Any], Any] | None):
+        self.route, self.away = route, away
+
+    def to(self, pid: int, item: Any) -> Any:
+        if self.away is None or self.route is None or self.route(item) == pid:
+            return item
+        return self.away(item)
+
+
 class _Feed:
     """The items of one `map`: those read so far from the source, and which wait to be handed out."""
 
-    def __init__(self, source: Iterator[Any], received: list[Any], size: Callable[[Any], int] | None = None):
-        self.source, self.items, self.size = source, [], size
+    def __init__(self, source: Iterator[Any], received: list[Any], size: Callable[[Any], int] | None = None,
+                 route: Callable[[Any], int | None] | None = None):
+        self.source, self.items, self.size, self.route = source, [], size, route
         self.pending: list[tuple[int, int]] = []  # (order, index) of the items read and not handed out: a heap
+        self.routed: dict[int, list[tuple[int, int]]] = {}  # the same, of the items routed to a worker's pid
         self.exhausted = False
         for item in received:
             self._add(item)
@@ -276,7 +314,13 @@ class _Feed:
     def _add(self, item: Any) -> None:
         index = len(self.items)
         self.items.append(item)
-        heapq.heappush(self.pending, (-self.size(item) if self.size else 0, index))
+        owner = self.route(item) if self.route is not None else None
+        heap = self.pending if owner is None else self.routed.setdefault(owner, [])
+        heapq.heappush(heap, (-self.size(item) if self.size else 0, index))
+
+    def count(self) -> int:
+        """How many items wait to be handed out."""
+        return len(self.pending) + sum(map(len, self.routed.values()))
 
     def read(self) -> bool:
         """Draw one more item (or `STILL_READING`) from the source; False when it has none left."""
@@ -294,7 +338,7 @@ class _Feed:
 
     def waiting(self) -> bool:
         """Whether an item waits to be handed out (reading on until one does when none is left over)."""
-        while not self.pending:
+        while not self.pending and not any(self.routed.values()):
             if not self.read():
                 return False
         return True
@@ -304,15 +348,35 @@ class _Feed:
         largest item does not end the map alone)."""
         return heapq.heappop(self.pending)[1]
 
-    def take_batch(self, most: int) -> list[int]:
+    def take_batch(self, most: int, pid: int = 0, alive: frozenset[int] = frozenset()) -> list[int]:
         """The next item (`take`) and, up to `most` in all, those after it while, with `size`, they come to no
-        more than `BATCH_BYTES` together."""
-        bytes_taken = -self.pending[0][0]
-        batch = [self.take()]
-        while len(batch) < most and self.pending and bytes_taken - self.pending[0][0] <= BATCH_BYTES:
-            bytes_taken -= self.pending[0][0]
-            batch.append(self.take())
+        more than `BATCH_BYTES` together. For the worker `pid`: its own items first, then those routed to none
+        (or to a worker no longer alive), then the smallest of another worker's."""
+        heap = self.routed.get(pid)
+        if not heap:
+            for owner in [owner for owner, items in self.routed.items() if items and owner not in alive]:
+                for entry in self.routed.pop(owner):  # its worker is gone (or never was one): anyone's
+                    heapq.heappush(self.pending, entry)
+            heap = self.pending
+        if not heap:  # only other workers' items wait: once all are read, some of theirs
+            return self._steal(most) if self.exhausted else []
+        bytes_taken = -heap[0][0]
+        batch = [heapq.heappop(heap)[1]]
+        while len(batch) < most and heap and bytes_taken - heap[0][0] <= BATCH_BYTES:
+            bytes_taken -= heap[0][0]
+            batch.append(heapq.heappop(heap)[1])
         return batch
+
+    def _steal(self, most: int) -> list[int]:
+        """The smallest items routed to the worker that has most waiting: about a fair share of them."""
+        owner = max(self.routed, key=lambda key: (len(self.routed[key]), -key))
+        heap = self.routed[owner]
+        share = max(1, min(most, len(heap) // 2))
+        smallest = heapq.nlargest(share, heap)  # (-size, index): the largest keys are the smallest items
+        taken = set(smallest)
+        self.routed[owner] = [entry for entry in heap if entry not in taken]
+        heapq.heapify(self.routed[owner])
+        return [index for _, index in smallest]
 
     def rest(self) -> list[int]:
         """Every item not handed out yet, the source read to its end."""
@@ -320,7 +384,8 @@ class _Feed:
             self._add(item)
         self.exhausted = True
         rest = sorted(index for _, index in self.pending)
-        self.pending = []
+        rest = sorted([*rest, *(index for heap in self.routed.values() for _, index in heap)])
+        self.pending, self.routed = [], {}
         return rest
 
 
