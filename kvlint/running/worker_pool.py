@@ -144,9 +144,10 @@ class WorkerPool:
         `batch(items)`, when given, is what a worker calls for a task's items instead of `function` on each (it
         must give what `function` would, item by item; a retried item gets `function` alone).
         `route(item)`: the process id of the worker that should take the item (it holds what the item needs),
-        or None; `away(item)` is what is sent in its place to any other process (what the holder would not need); a worker with no item of its own left takes the others', the smallest first
-        (it does the work the holder would have skipped). `all_working`: every worker works while this
-        process still reads (what they hold then comes out even between them).
+        or None; `away(item)` is what goes in its place to any other process. A worker with no item of its own
+        left takes the others' once all are read, the smallest first (it redoes what the holder would have
+        skipped). `all_working`: every worker works while this process still reads (what they then hold comes
+        out even between them).
         """
         total = len(items) if isinstance(items, Sized) else None
         source = iter(items)
