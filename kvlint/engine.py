@@ -49,6 +49,8 @@ MAX_FALLBACK_BRACKET_DEPTH = 100
 ANALYSIS_STACK_BYTES = 256 * 1024 * 1024  # the flow analysis recurses on expression depth
 ANALYSIS_RECURSION_LIMIT = 20_000
 EVERYTHING = ("",)  # extra names under which every file and every unit is relevant (fuzzing, corpus runs)
+KEEP_TREE_CHARACTERS = 1 << 14  # `keep_tree`: a file's `ast` tree is kept up to this size (a small file is often
+# relevant whole, and then the analysis parses what was parsed already)
 
 
 @dataclass
@@ -69,6 +71,7 @@ class PreparedFile:
     local_output_classes: tuple[str, ...] = ()  # local names of output classes: relevant where called
     optional_attributes: frozenset[str] = frozenset()  # attributes declared `KVConnectorOutput | None` here
     error: Finding | None = None
+    tree: ast.Module | None = None  # `prepare_source(keep_tree=True)`: its `ast` tree, for one analysis to take
 
 
 @dataclass(frozen=True)
@@ -133,11 +136,13 @@ def prepare_source(
     module_name: str = "",
     is_package: bool = False,
     extra_names: Iterable[str] = (),
+    keep_tree: bool = False,
 ) -> PreparedFile:
     """The cheap stage: decode, scan, `ast.parse`, import table and index entries.
 
     `data` is the file's bytes, or text a host already decoded (flake8 gives its
-    plugins decoded lines); text is used as it is.
+    plugins decoded lines); text is used as it is. `keep_tree`: keep the `ast` tree of a
+    small file (`KEEP_TREE_CHARACTERS`) for the analysis, where the whole file is relevant.
     """
     prepared = PreparedFile(display_path, module_name)
     # each once, in the configured order: the runner passes the configured names as extra ones, and this is
@@ -190,6 +195,8 @@ def prepare_source(
     prepared.local_names = tuple(sorted(mentioned | prepared.optional_attributes))
     prepared.local_output_classes = tuple(sorted(output_classes))
     prepared.segments = _segments(tree)
+    if keep_tree and len(text) <= KEEP_TREE_CHARACTERS:
+        prepared.tree = tree  # nothing above changes it
     return prepared
 
 
@@ -467,7 +474,8 @@ def _sites(
         prepared.imports = ImportTable.from_ast(module, prepared.module_name, prepared.is_package)
     else:
         text, line_map = reduced_text(prepared, config, names)
-        parsed, module = text, parse_source(text)
+        kept, prepared.tree = prepared.tree, None  # one analysis takes it: the flow analysis may annotate it
+        parsed, module = text, kept if kept is not None and text == prepared.text else parse_source(text)
     analysis = FlowAnalysis(
         module, SourceText(parsed, line_map), prepared.imports, index, config, prepared.module_name,
         prepared.declarations,

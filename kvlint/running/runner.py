@@ -522,7 +522,7 @@ def _prepare_held(args: tuple[tuple[str, str], bytes, Config, tuple[str, ...], i
     """`_prepare`, kept in this process for the analysis (`_held`): what goes back is `_slim`, and the process id."""
     (path, display_path), data, config, extra_names, number = args
     module_name, is_package = _module_names(path)
-    prepared = prepare_source(data, display_path, config, module_name, is_package, extra_names)
+    prepared = prepare_source(data, display_path, config, module_name, is_package, extra_names, keep_tree=True)
     _held[number] = prepared
     return _slim(prepared), os.getpid()
 
