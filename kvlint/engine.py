@@ -147,7 +147,7 @@ def prepare_source(
     prepared = PreparedFile(display_path, module_name)
     # each once, in the configured order: the runner passes the configured names as extra ones, and this is
     # then the byte scan's key the parent built its probes for before forking the worker
-    names = tuple(dict.fromkeys((*config.names(), *extra_names)))
+    names = _scan_names(config, extra_names)
     if not mentions_any(data, names):
         return prepared
     if len(data) > MAX_FILE_BYTES:
@@ -191,13 +191,28 @@ def prepare_source(
     optional_attributes = declared_optional_attributes(statements, prepared.imports, config.payload_classes)
     prepared.optional_attributes = frozenset(optional_attributes)
     output_classes = prepared.imports.aliases_of(config.output_classes)
-    mentioned = prepared.imports.aliases_of(config.names()) - output_classes
+    mentioned = prepared.imports.aliases_of(_scan_names(config, ())) - output_classes
     prepared.local_names = tuple(sorted(mentioned | prepared.optional_attributes))
     prepared.local_output_classes = tuple(sorted(output_classes))
     prepared.segments = _segments(tree)
     if keep_tree and len(text) <= KEEP_TREE_CHARACTERS:
         prepared.tree = tree  # nothing above changes it
     return prepared
+
+
+_last_names: tuple[object, object, tuple[str, ...]] = (None, None, ())
+
+
+def _scan_names(config: Config, extra_names: Iterable[str]) -> tuple[str, ...]:
+    """The configured names and `extra_names`, each once: worked out once for a run's files (a configuration
+    is not changed once made; `Config.names` costs 2 us a call)."""
+    global _last_names
+    last_config, last_extra, names = _last_names
+    if last_config is not config or last_extra != extra_names:
+        extra = extra_names if isinstance(extra_names, tuple) else tuple(extra_names)
+        names = tuple(dict.fromkeys((*config.names(), *extra)))
+        _last_names = (config, extra, names)
+    return names
 
 
 _NESTING_ERRORS = ("too many nested", "too deeply nested", "too many levels of indentation", "too many statically")

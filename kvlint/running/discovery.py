@@ -225,9 +225,13 @@ def read_source(path: Path) -> bytes:
     flags |= getattr(os, "O_BINARY", 0)
     fd = os.open(path, flags)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
-        chunks = []
+        first = os.read(fd, info.st_size + 1)  # one read: a regular file gives less than asked only at its end
+        if len(first) == info.st_size:
+            return first
+        chunks = [first]  # it changed size since its status was taken (or a short read): read on to the end
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
         return b"".join(chunks)

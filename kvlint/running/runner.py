@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from kvlint.running.cache import CachedFile, ResultCache
 
 PARALLEL_THRESHOLD = 4  # below this many files found, worker start-up costs more than it saves
+HELD_CHARACTERS = 1 << 14  # a prepared file up to this size stays in its worker (`_prepare_held`)
 _module_names = ModuleNames()  # this run's (`run` and `index_tree` start anew; a worker fills its own copy)
 
 
@@ -235,7 +236,7 @@ def _prepared_work(given: list[tuple[SourceFile, bytes, Config, tuple[str, ...],
                    results: list[tuple[PreparedFile, int]]) -> tuple[list[PreparedFile], list[_Analysis]]:
     """What this process has of the prepared files, and their analyses (each to the worker that holds it)."""
     prepared = [p for p, _ in results]
-    work = [  # a file whose worker crashed (no holder) is analysed as it came: that report says so
+    work = [  # a large file, or one whose worker crashed (no holder), is analysed as it came
         _Analysis(p.display_path, len(p.text), prepared=p, unprepared=(source, data, names) if holder else None,
                   held=(holder, number) if holder else None)
         for (p, holder), (source, data, _, names, number) in zip(results, given)
@@ -519,10 +520,14 @@ def _work_size(args: _Task) -> int:
 
 
 def _prepare_held(args: tuple[tuple[str, str], bytes, Config, tuple[str, ...], int]) -> tuple[PreparedFile, int]:
-    """`_prepare`, kept in this process for the analysis (`_held`): what goes back is `_slim`, and the process id."""
+    """`_prepare`; a small file is kept in this process for the analysis (`_held`), and what goes back is `_slim`
+    and the process id; a large one goes back whole (0: held nowhere), for any worker to analyse: large files
+    are few, and going to whichever worker is free, they keep the workers' shares of the analysis even."""
     (path, display_path), data, config, extra_names, number = args
     module_name, is_package = _module_names(path)
     prepared = prepare_source(data, display_path, config, module_name, is_package, extra_names, keep_tree=True)
+    if len(prepared.text) > HELD_CHARACTERS:
+        return prepared, 0
     _held[number] = prepared
     return _slim(prepared), os.getpid()
 
