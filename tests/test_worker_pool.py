@@ -265,3 +265,18 @@ def test_routed_items_go_to_their_worker_and_others_get_them_as_away_says() -> N
         gone = pool.map(_where, [(number, "held") for number in range(6)], route=lambda item: 1,
                         away=lambda item: (item[0], "away"))
         assert {carried for _, carried, _ in gone} == {"away"}
+
+
+def test_a_run_whose_size_is_found_as_it_goes_asks_when_the_workers_would_start() -> None:
+    asked: list[int] = []
+
+    def at_least(count: int, have: int) -> bool:
+        asked.append(count)
+        return have >= count
+
+    with WorkerPool(2, lambda count: at_least(count, 3), threshold=4) as pool:
+        assert {pid for _, pid in pool.map(_pid, [1, 2, 3])} == {os.getpid()}  # too few: this process
+        assert {pid for _, pid in pool.map(_pid, [1, 2, 3, 4, 5])} == {os.getpid()}  # and it stays so
+    with WorkerPool(2, lambda count: at_least(count, 9), threshold=4) as pool:
+        assert os.getpid() not in {pid for _, pid in pool.map(_pid, list(range(20)))}
+    assert asked == [4, 4]  # once per pool, when its first map has two items

@@ -204,12 +204,17 @@ class _Walker:
                 return False
             yield from self.emit(entry.path, info, reason, shown=shown)
             return False
-        try:
-            info, reason = entry.stat(follow_symlinks=False), ""
+        try:  # the type the directory listing gave (no `lstat` of each file, where the file system says it)
+            regular = entry.is_file(follow_symlinks=False)
         except OSError as exc:
-            info, reason = None, _reason(exc)
-        yield from self.emit(entry.path, info, reason, key=real if info is not None else "", shown=shown)
+            yield from self.emit(entry.path, None, _reason(exc), shown=shown)
+            return False
+        yield from self.emit(entry.path, _REGULAR if regular else _OTHER, "", key=real, shown=shown)
         return False
+
+
+_REGULAR = os.stat_result((stat.S_IFREG, 0, 0, 0, 0, 0, 0, 0, 0, 0))  # what `emit` reads of a file's status
+_OTHER = os.stat_result((0, 0, 0, 0, 0, 0, 0, 0, 0, 0))  # not a regular file (a FIFO, a socket, a device)
 
 
 def _display_child(shown: str, name: str) -> str:

@@ -95,21 +95,21 @@ def run(
     cache = _RunCache.open(cache_dir, config, everything, paths, seen_ns) if cache_dir is not None and suppress \
         else None
     listed: list[str] | None = [] if cache is not None else None
-    entries = list(iter_python_files(paths, config, listed))
-    result.files_found = len(entries)
+    listing = _Listing(iter_python_files(paths, config, listed))  # read as it is found
+    entries = listing.found
     names = EVERYTHING if everything else config.names()
     unreadable: list[Finding] = []
     skipped: list[tuple[SourceFile, bytes]] = []
     relevant: Iterable[tuple[SourceFile, bytes, Config, tuple[str, ...]] | object] = (  # read and scanned
         (source, data, config, names) if _is_relevant(source, data, names, skipped, unreadable, cache)  # as the
         else STILL_READING  # workers parse what it found: a skipped file lets the pool hand out what waits
-        for source, data in _read(entries, unreadable, cache)
+        for source, data in _read(listing, unreadable, cache)
     )
     if cache is not None:
         relevant = cache.unknown(relevant)
     jobs = min(jobs, default_jobs())  # more workers than CPUs only cost; the pool forks no more than its items
     _held.clear()
-    with _Pool(jobs, len(entries)) as pool:
+    with _Pool(jobs, listing.at_least) as pool:
         given: list[tuple[SourceFile, bytes, Config, tuple[str, ...], int]] = []
         prepared, work = _prepared_work(given, pool.map(  # every worker works: what each holds is analysed there
             _prepare_held, _numbered(relevant, given), on_crash=_prepare_crashed, size=_byte_count, all_working=True))
@@ -161,6 +161,8 @@ def run(
             cache.remember(work, analysed)
         reports += analysed
     _held.clear()
+    listing.finish()  # read to its end by now, but for a run whose every file was skipped without a map's help
+    result.files_found = len(entries)
     result.pool_problem = pool.problem
     result.index = index
     reports += [FileReport(f.path, findings=(f,)) for f in unreadable]  # KVC901, and KVC900 of skipped files
@@ -176,6 +178,36 @@ def run(
         result.cache_hits, result.cache_problem = cache.store.hits, cache.store.problem
     result.seconds = time.perf_counter() - started
     return result
+
+
+class _Listing:
+    """The files discovery finds, handed on as they are found; `found` has each one handed on or looked ahead at."""
+
+    def __init__(self, files: Iterator[SourceFile | UnreadablePath]):
+        self.files, self.found = files, []  # type: list[SourceFile | UnreadablePath]
+        self.handed = 0
+
+    def __iter__(self) -> Iterator[SourceFile | UnreadablePath]:
+        while True:
+            if self.handed == len(self.found):
+                entry = next(self.files, None)
+                if entry is None:
+                    return
+                self.found.append(entry)
+            self.handed += 1
+            yield self.found[self.handed - 1]
+
+    def at_least(self, count: int) -> bool:
+        """Whether the run has `count` files or more (discovery looks ahead as far as it must to say)."""
+        while len(self.found) < count:
+            entry = next(self.files, None)
+            if entry is None:
+                return False
+            self.found.append(entry)
+        return True
+
+    def finish(self) -> None:
+        self.found.extend(self.files)
 
 
 def _then_callers(work: list[_Analysis], build: IndexBuild, extra_names: tuple[str, ...]) -> Iterator[object]:
@@ -730,7 +762,7 @@ def caller_names(index: TreeIndex, config: Config) -> tuple[str, ...]:
     ))
 
 
-def _Pool(jobs: int, size: int) -> WorkerPool:  # noqa: N802 - reads as the class it returns
+def _Pool(jobs: int, size: int | Callable[[int], bool]) -> WorkerPool:  # noqa: N802 - reads as the class it returns
     """The run's worker processes (`kvlint.running.worker_pool`); fewer than PARALLEL_THRESHOLD files need none."""
     return WorkerPool(jobs, size, PARALLEL_THRESHOLD, initializer=_warm_worker)
 

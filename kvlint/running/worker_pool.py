@@ -104,8 +104,14 @@ class _Worker:
 class WorkerPool:
     """Map functions over items in worker processes, results in order; see the module's docstring."""
 
-    def __init__(self, jobs: int, size: int, threshold: int = 1, initializer: Callable[[], None] | None = None):
-        self.parallel = jobs > 1 and size >= threshold and hasattr(os, "fork")
+    def __init__(self, jobs: int, size: int | Callable[[int], bool], threshold: int = 1,
+                 initializer: Callable[[], None] | None = None):
+        """`size`: how many items the run has, or a function that says whether it has at least so many (asked
+        when the first map would start the workers)."""
+        self._enough: Callable[[], bool] = (
+            (lambda: size >= threshold) if isinstance(size, int) else (lambda: size(threshold))  # type: ignore
+        )
+        self.parallel = jobs > 1 and hasattr(os, "fork")
         self.jobs = jobs
         self.initializer = initializer
         self.workers: list[_Worker] = []
@@ -156,6 +162,9 @@ class WorkerPool:
             received += itertools.islice(_items(source), 2)
             if len(received) < 2:
                 return _in_process(function, received, progress, shared)
+            if not self._enough():  # so few, worker start-up would cost more than it saves
+                self.parallel = False
+                return _in_process(function, [*received, *_items(source)], progress, shared)
             self._start()
         if not self.workers:
             return _in_process(function, [*received, *_items(source)], progress, shared)
