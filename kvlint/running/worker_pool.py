@@ -161,13 +161,13 @@ class WorkerPool:
         if self.parallel and not self.started:
             received += itertools.islice(_items(source), 2)
             if len(received) < 2:
-                return _in_process(function, received, progress, shared)
+                return _in_process(function, received, progress, shared, batch, size)
             if not self._enough():  # so few, worker start-up would cost more than it saves
                 self.parallel = False
-                return _in_process(function, [*received, *_items(source)], progress, shared)
+                return _in_process(function, [*received, *_items(source)], progress, shared, batch, size)
             self._start()
         if not self.workers:
-            return _in_process(function, [*received, *_items(source)], progress, shared)
+            return _in_process(function, [*received, *_items(source)], progress, shared, batch, size)
         feed = _Feed(source, received, size, route)
         if total is not None:
             feed.read_all()  # a list: every item is known at once, and batches can be cut fairly
@@ -400,13 +400,25 @@ class _Feed:
 
 
 def _in_process(function: Callable[[Any], Any], items: list[Any],
-                progress: Callable[[int, int], None] | None, shared: Any = None) -> list[Any]:
-    results = []
+                progress: Callable[[int, int], None] | None, shared: Any = None,
+                batch: Callable[[list[Any]], list[Any]] | None = None,
+                size: Callable[[Any], int] | None = None) -> list[Any]:
+    """Each item here; with `batch`, small items a batch at a time, as a worker takes them."""
+    results: list[Any] = []
     with _sharing(shared):
-        for done, item in enumerate(items, start=1):
-            results.append(function(item))
-            if progress:
-                progress(done, len(items))
+        start = 0
+        while start < len(items):
+            end, taken = start + 1, size(items[start]) if size else 0
+            while batch is not None and end < len(items) and end - start < BATCH_ITEMS:
+                taken += size(items[end]) if size else 0
+                if taken > BATCH_BYTES:
+                    break
+                end += 1
+            results += batch(items[start:end]) if batch is not None else [function(items[start])]
+            for done in range(start + 1, end + 1):
+                if progress:
+                    progress(done, len(items))
+            start = end
     return results
 
 
