@@ -252,7 +252,8 @@ def timeline(tree: Path, jobs: int) -> str:
             step[0] += 1
             step[1], step[2], step[3] = min(step[1], start), max(step[2], end), step[3] + cpu
         for name, (calls, start, end, cpu) in steps.items():
-            lines.append(f"| {who} | `{name}` | {calls:.0f} | {start * 1000:.0f} | {end * 1000:.0f} | {cpu * 1000:.0f} |")
+            lines.append(f"| {who} | `{name}` | {calls:.0f} | {start * 1000:.0f} | {end * 1000:.0f} "
+                         f"| {cpu * 1000:.0f} |")
     return "\n".join(lines)
 
 
@@ -304,7 +305,8 @@ def measure(args: argparse.Namespace, tree: Path, runs: dict[str, list[str]]) ->
               f"| {statistics.median(cpu[name]):.3f} | {tree_peak / 1024:.0f} | {largest / 1024:.0f} |")
     ratio = statistics.median(times[names[0]]) / statistics.median(times[names[1]])
     cpu_ratio = statistics.median(cpu[names[0]]) / statistics.median(cpu[names[1]])
-    print(f"\nkvlint / ruff median wall-time ratio: {ratio:.2f} (target: 0.8, issue 27); CPU-time ratio: {cpu_ratio:.2f}")
+    print(f"\nkvlint / ruff median wall-time ratio: {ratio:.2f} (target: 0.8, issue 27); "
+          f"CPU-time ratio: {cpu_ratio:.2f}")
     warm = statistics.median(times[names[3]]) / statistics.median(times[names[1]])
     print(f"with a warm --cache-dir: {warm:.2f}")
     if args.phases:

@@ -97,7 +97,8 @@ def main() -> int:
             print(f"| {name} | {wall:.3f} | {min(walls):.3f} | {max(walls):.3f} | {cpu:.3f} | {wall / floor:.2f} |")
     if args.costs:
         print()
-        print("What one file costs, in this process, on its analysis thread (microseconds, the least of 7 runs of 2,000):")
+        print("What one file costs, in this process, on its analysis thread (microseconds, the least of 7 runs "
+              "of 2,000):")
         print()
         print("| step | " + " | ".join(f"`{shape}`" for shape in args.shapes) + " |")
         print("| --- | " + " | ".join("---:" for _ in args.shapes) + " |")
@@ -144,8 +145,8 @@ def file_costs(source: str) -> dict[str, float]:
             "byte scan": lambda: mentions_any(data, config.names()),
             "module name (`ModuleNames`, a directory known)": lambda: module_names(path),
             "prepare (`prepare_source`)": lambda: engine.prepare_source(data, "m.py", config, "m"),
-            "analyse, no fix (`analyse_prepared`)": lambda: engine.analyse_prepared(prepared, config, index, names,
-                                                                                   fixes=False),
+            "analyse, no fix (`analyse_prepared`)": lambda: engine.analyse_prepared(
+                prepared, config, index, names, fixes=False),
             "prepare with its tree kept, then analyse: a worker's share": kept,
             "analyse with the fixes built": lambda: engine.analyse_prepared(prepared, config, index, names),
             "hand-off: a prepared file pickled and back": lambda: pickle.loads(pickle.dumps(prepared, protocol=5)),
