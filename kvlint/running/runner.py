@@ -111,8 +111,8 @@ def run(
     _held.clear()
     with _Pool(jobs, listing.at_least) as pool:
         given: list[tuple[SourceFile, bytes, Config, tuple[str, ...], int]] = []
-        prepared, work = _prepared_work(given, pool.map(  # every worker works: what each holds is analysed there
-            _prepare_held, _numbered(relevant, given), on_crash=_prepare_crashed, size=_byte_count, all_working=True))
+        prepared, work = _prepared_work(given, pool.map(  # what a worker holds is analysed there
+            _prepare_held, _numbered(relevant, given), on_crash=_prepare_crashed, size=_byte_count))
         declarations = [entry for p in prepared for entry in p.declarations]
         if cache is not None:
             declarations += cache.recalled_declarations()

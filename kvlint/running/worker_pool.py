@@ -42,7 +42,7 @@ def shared() -> Any:
     return _shared
 
 
-def _install_shared(blob: bytes | None) -> None:  # a task of its own: `_Worker.share`
+def _install_shared(blob: bytes | None) -> None:  # with a worker's first task of a map (`_Worker.give`)
     global _shared
     _shared = None if blob is None else pickle.loads(blob)
 
@@ -62,15 +62,12 @@ class _Worker:
         self.pid, self.tasks, self.results = pid, tasks, results
         self.shared_blob: bytes | None = None  # the `shared` object it holds, as it was sent
 
-    def share(self, blob: bytes | None) -> None:
-        """Give the worker a map's `shared` object (None: none), unless it holds it already; OSError, EOFError
-        if it died."""
-        if blob is self.shared_blob:
-            return
-        self.send((_install_shared, [blob], None))
-        succeeded, value = pickle.load(self.results)
-        if not succeeded:
-            raise value
+    def give(self, function: Callable[[Any], Any], items: list[Any], batch: Callable[[list[Any]], list[Any]] | None,
+             blob: bytes | None) -> None:
+        """Send the worker a task, with the map's `shared` object (None: none) unless it holds it already (in
+        the same message: no round trip of its own); OSError if it died."""
+        fresh = blob is not self.shared_blob
+        self.send((function, items, batch, fresh, blob if fresh else None))
         self.shared_blob = blob
 
     def send(self, task: object) -> None:
@@ -230,8 +227,7 @@ class WorkerPool:
                     break
                 idle.remove(worker)
                 try:
-                    worker.share(blob)
-                    worker.send((function, [sent.to(worker.pid, feed.items[index]) for index in taken], batch))
+                    worker.give(function, [sent.to(worker.pid, feed.items[index]) for index in taken], batch, blob)
                 except (OSError, EOFError, pickle.UnpicklingError):  # it died while idle: the items are done
                     values = self._after_crash(worker, function, [sent.to(0, feed.items[i]) for i in taken], on_crash,
                                                idle, blob)
@@ -485,14 +481,17 @@ def _become_worker(parent: int) -> None:
 
 
 def _serve(tasks: BinaryIO, results: BinaryIO) -> None:
-    """Answer each `(function, items, batch)` with `(True, results)` or `(False, exception)` until EOF (`batch`:
-    what gives the results of all the items at once, if not `function` on each)."""
+    """Answer each `(function, items, batch, fresh, blob)` with `(True, results)` or `(False, exception)` until
+    EOF (`batch`: what gives the results of all the items at once, if not `function` on each; `fresh`: `blob` is
+    the map's new `shared` object)."""
     while True:
         try:
-            function, items, batch = pickle.load(tasks)
+            function, items, batch, fresh, blob = pickle.load(tasks)
         except EOFError:
             return
         try:
+            if fresh:
+                _install_shared(blob)
             values = batch(items) if batch is not None else [function(item) for item in items]
             answer: tuple[bool, object] = (True, values)
         except Exception as exc:  # noqa: BLE001 - raised again in the parent, as a pool would
@@ -510,8 +509,7 @@ def _isolated(function: Callable[[Any], Any], item: Any, on_crash: Callable[[Any
         worker = None
     if worker is not None:
         try:
-            worker.share(blob)
-            worker.send((function, [item], None))
+            worker.give(function, [item], None, blob)
             succeeded, values = pickle.load(worker.results)
         except Exception:  # noqa: BLE001 - it died as well
             worker.close(kill=True)
