@@ -20,6 +20,7 @@ holder it returns, and the calls of the producers the run defines (`ProjectBeyon
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import os
 import re
 from collections import Counter
@@ -69,6 +70,7 @@ def imported_declarations(
     known = set(known_modules)
     found: list[Declaration] = []
     wanted: dict[str, _Wanted] = {}  # what is still to read of each module
+    order: list[tuple[int, str]] = []  # (depth, module) of each entry of `wanted` (and stale ones): a heap
     asked: dict[str, _Wanted] = {}  # what has been asked of each module so far (read again only for more)
 
     def want(target: str, depth: int, called: bool = False) -> None:
@@ -82,6 +84,7 @@ def imported_declarations(
             return
         entry = wanted.setdefault(module, _Wanted(depth))
         entry.depth = min(entry.depth, depth)
+        heapq.heappush(order, (entry.depth, module))
         if called:
             entry.called.add(name)
             before.called.add(name)
@@ -97,8 +100,10 @@ def imported_declarations(
         for target in importer.called:
             want(target, 1, called=True)
     read = 0
-    while wanted and read < MAX_MODULES_READ:
-        module = min(wanted, key=lambda m: (wanted[m].depth, m))
+    while wanted and order and read < MAX_MODULES_READ:
+        depth, module = heapq.heappop(order)  # the least (depth, name) wanted: an entry popped already, or
+        if module not in wanted or wanted[module].depth != depth:  # wanted nearer since, is passed over
+            continue
         entry = wanted.pop(module)
         path = search.find(module)
         data = _read(path)
@@ -225,8 +230,9 @@ def imported_declarations_for(
     more than `paths` (the editor's workspace folder, whose every file it indexes): not read again."""
     importers = [decl for decl in declarations if isinstance(decl, ModuleDecl)]
     named = {os.path.abspath(path) for path in paths}
+    names = {os.path.basename(path) for path in named}  # a file's own name first: `abspath` costs 5 us a file
     for source, data in skipped:
-        if os.path.abspath(source.path) in named:
+        if source.path.name in names and os.path.abspath(source.path) in named:
             module_name, is_package = module_name_for(source.path)
             importers += [d for d in declarations_of(data, module_name, is_package, config)
                           if isinstance(d, ModuleDecl)]
