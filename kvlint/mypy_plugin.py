@@ -8,9 +8,12 @@ every kvlint hook that fires in it (mypy keeps one of each), and the plugin adds
 one hook of its own as the module's last statement, which mypy checks after the
 module's functions (`_append_end_of_module`); KVC001/KVC005 wait until mypy has
 typed the dereferenced value and are dropped where that type includes None
-(`kvlint.mypy_dereferences`). The
-engine runs in one helper process, fed each file as mypy parses it, so that its
-cost overlaps mypy's own work; `KVLINT_MYPY_WORKER=0` keeps it in the mypy process.
+(`kvlint.mypy_dereferences`).
+
+Most of a tree's files mention no configured name: the byte scan, as mypy parses each file, is then its
+whole analysis (`kvlint.mypy_worker.scan_module`), and such a module gets no hook of its own (there is
+nothing to report from it). The engine runs on the others in one helper process, fed each file as mypy
+parses it, so that its cost overlaps mypy's own work; `KVLINT_MYPY_WORKER=0` keeps it in the mypy process.
 """
 
 from __future__ import annotations
@@ -152,16 +155,16 @@ class KvlintPlugin(Plugin):
         return self._anchor_call if matches(fullname, self._anchors) else None
 
     def get_additional_deps(self, file: MypyFile) -> list[tuple[int, str, int]]:
-        if file.path.endswith(".py"):
-            if self._worker_wanted:  # mypy has just parsed it: the helper analyses it while mypy goes on,
-                scanned = scan_module(file.path, self._config_for(file.path))  # unless its bytes say it needs
-                if scanned is not None:  # no engine (most files): then the answer is here already
-                    self._analyses[file.path] = scanned
-                else:
-                    if self._worker is None:
-                        self._worker = AnalysisWorker()
-                    self._worker.submit(file.path)
-            if not file.defs or file.defs[-1] is not self._ends.get(file.path):  # once per tree
+        if file.path.endswith(".py"):  # mypy has just parsed it
+            scanned = scan_module(file.path, self._config_for(file.path))
+            if scanned is not None:  # its bytes mention no configured name (most files): that is its analysis
+                self._analyses[file.path] = scanned
+            elif self._worker_wanted:  # the helper analyses it while mypy goes on
+                if self._worker is None:
+                    self._worker = AnalysisWorker()
+                self._worker.submit(file.path)
+            reports = scanned is None or bool(scanned.findings)  # else no hook of it has anything to report
+            if reports and (not file.defs or file.defs[-1] is not self._ends.get(file.path)):  # once per tree
                 end = _append_end_of_module(file, self.options)
                 if end is not None:
                     self._ends[file.path] = end

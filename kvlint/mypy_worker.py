@@ -137,19 +137,28 @@ def analyse_module(path: str, config: Config | ConfigError) -> ModuleAnalysis:
 
 def _scanned(path: str, config: Config | ConfigError) -> tuple[ModuleAnalysis | None, FileKey | None, bytes]:
     """`scan_module`'s answer, with the file's key and bytes for the engine when it has none."""
-    key = file_key(path)
-    if key is None:
-        return ModuleAnalysis(), None, b""  # mypy has read the file; it reports its own I/O errors
-    if isinstance(config, ConfigError):
-        from kvlint.findings import Finding
-
-        return ModuleAnalysis(key, findings=(Finding(path, 1, 0, "KVC", f"configuration error: {config}", 1, 0),)), \
-            key, b""
     try:
-        with open(path, "rb") as file:
-            data = file.read()
+        descriptor = os.open(path, os.O_RDONLY)  # one lookup of the path for its key and its bytes
     except OSError:
-        return ModuleAnalysis(key), key, b""
+        found = file_key(path)
+        return (ModuleAnalysis(found) if found is not None else ModuleAnalysis()), found, b""
+    key: FileKey | None = None
+    try:
+        status = os.fstat(descriptor)
+        key = status.st_mtime_ns, status.st_size
+        if isinstance(config, ConfigError):
+            from kvlint.findings import Finding
+
+            finding = Finding(path, 1, 0, "KVC", f"configuration error: {config}", 1, 0)
+            return ModuleAnalysis(key, findings=(finding,)), key, b""
+        chunks = []
+        while chunk := os.read(descriptor, max(status.st_size + 1, 1 << 16)):
+            chunks.append(chunk)
+        data = b"".join(chunks)
+    except OSError:  # mypy has read the file; it reports its own I/O errors
+        return (ModuleAnalysis(key) if key is not None else ModuleAnalysis()), key, b""
+    finally:
+        os.close(descriptor)
     if not mentions_any(data, _names(config)):  # the engine's own first test (`engine.prepare_source`)
         return ModuleAnalysis(key), key, data
     return None, key, data
