@@ -8,21 +8,42 @@ every kvlint hook that fires in it (mypy keeps one of each), and the plugin adds
 one hook of its own as the module's last statement, which mypy checks after the
 module's functions (`_append_end_of_module`); KVC001/KVC005 wait until mypy has
 typed the dereferenced value and are dropped where that type includes None
-(`kvlint.mypy_dereferences`). The
-engine runs in one helper process, fed each file as mypy parses it, so that its
-cost overlaps mypy's own work; `KVLINT_MYPY_WORKER=0` keeps it in the mypy process.
+(`kvlint.mypy_dereferences`).
+
+Most of a tree's files mention no configured name: the byte scan, as mypy parses each file, is then its
+whole analysis (`kvlint.mypy_worker.scan_module`), and such a module gets no hook of its own (there is
+nothing to report from it). The engine runs on the others in one helper process, fed each file as mypy
+parses it, so that its cost overlaps mypy's own work; `KVLINT_MYPY_WORKER=0` keeps it in the mypy process.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import os
 import re
 from collections.abc import Callable, Set as AbstractSet
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mypy.errorcodes import ErrorCode
-from mypy.nodes import ARG_STAR2, Context, MypyFile, Statement
+from mypy.nodes import (
+    ARG_STAR2,
+    AssertStmt,
+    Block,
+    CallExpr,
+    Context,
+    ExpressionStmt,
+    IfStmt,
+    IntExpr,
+    MypyFile,
+    NameExpr,
+    RaiseStmt,
+    Statement,
+    TryStmt,
+    WithStmt,
+)
 from mypy.options import Options
 from mypy.plugin import (
     AttributeContext,
@@ -36,17 +57,20 @@ from mypy.types import Instance, NoneType, Type, UnionType, get_proper_type
 
 import kvlint
 from kvlint.config import Config, ConfigError, DirectoryConfigs, config_for_directory
-from kvlint.sites import Site
-from kvlint.findings import Finding
-from kvlint.mypy_dereferences import ModuleDereferences
 from kvlint.binding.names import matches
 from kvlint.mypy_worker import (
     AnalysisWorker,
     ModuleAnalysis,
     analyse_module,
     file_key,
+    scan_module,
     worker_wanted,
 )
+
+if TYPE_CHECKING:  # imported where a module is analysed or judged: a run served from mypy's cache needs none
+    from kvlint.findings import Finding
+    from kvlint.mypy_dereferences import ModuleDereferences
+    from kvlint.sites import Site
 
 KVC = ErrorCode("kvc", "kvlint: an invariant of KV-connector outputs is broken", "General")
 TESTED_MYPY = {1: (1, 20), 2: (2, 0)}  # major version -> oldest tested (major, minor)
@@ -91,41 +115,56 @@ class KvlintPlugin(Plugin):
                 *config.optional_contexts, *config.connector_functions,
             )
         )
-        self._function_routes: dict[str, Callable[[FunctionContext], Type] | None] = {}
-        self._method_routes: dict[str, Callable[[MethodContext], Type] | None] = {}
+        # mypy asks for a hook by fullname at every attribute, call and method it checks (hundreds of thousands
+        # in a large tree), and only a handful get one: each name is routed once, then looked up
+        self._attribute_routes = _Routes(self._route_attribute)
+        self._function_routes = _Routes(self._route_function)
+        self._method_routes = _Routes(self._route_method)
         self._analyses: dict[str, ModuleAnalysis] = {}
         self._dereferences: dict[str, tuple[ModuleAnalysis, ModuleDereferences]] = {}
         self._configs = DirectoryConfigs()
+        self._directory_configs: dict[str, Config | ConfigError] = {}
         self._ends: dict[str, Statement] = {}  # the statement appended to each module's tree
         self._config_data: dict[Config, list[str]] = {}
-        wanted = worker_wanted(os.environ.get(WORKER_ENV), _default_worker(options))
-        self._worker = AnalysisWorker() if wanted else None
+        self._worker_wanted = worker_wanted(os.environ.get(WORKER_ENV), _default_worker(options))
+        self._worker: AnalysisWorker | None = None  # made at the first file that needs the engine
 
     def get_attribute_hook(self, fullname: str) -> Callable[[AttributeContext], Type] | None:
+        return self._attribute_routes[fullname]
+
+    def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
+        return self._function_routes[fullname]
+
+    def get_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
+        return self._method_routes[fullname]
+
+    def _route_attribute(self, fullname: str) -> Callable[[AttributeContext], Type] | None:
         attribute = fullname.rpartition(".")[2]
         if attribute in self._optional_fields:
             return self._narrow_optional_field
         return self._anchor_attribute if attribute in self._payload_fields else None
 
-    def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
-        if fullname not in self._function_routes:  # asked for every call mypy checks: route each name once
-            self._function_routes[fullname] = (
-                self._check_output_construction if matches(fullname, self._output_classes)
-                else self._anchor_call if matches(fullname, self._anchors) or fullname == END_OF_MODULE_CALL
-                else None
-            )
-        return self._function_routes[fullname]
+    def _route_function(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
+        return (
+            self._check_output_construction if matches(fullname, self._output_classes)
+            else self._anchor_call if matches(fullname, self._anchors) or fullname == END_OF_MODULE_CALL
+            else None
+        )
 
-    def get_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
-        if fullname not in self._method_routes:
-            self._method_routes[fullname] = self._anchor_call if matches(fullname, self._anchors) else None
-        return self._method_routes[fullname]
+    def _route_method(self, fullname: str) -> Callable[[MethodContext], Type] | None:
+        return self._anchor_call if matches(fullname, self._anchors) else None
 
     def get_additional_deps(self, file: MypyFile) -> list[tuple[int, str, int]]:
-        if file.path.endswith(".py"):
-            if self._worker is not None:
-                self._worker.submit(file.path)  # mypy has just parsed it: analyse it while mypy goes on
-            if not file.defs or file.defs[-1] is not self._ends.get(file.path):  # once per tree
+        if file.path.endswith(".py"):  # mypy has just parsed it
+            scanned = scan_module(file.path, self._config_for(file.path))
+            if scanned is not None:  # its bytes mention no configured name (most files): that is its analysis
+                self._analyses[file.path] = scanned
+            elif self._worker_wanted:  # the helper analyses it while mypy goes on
+                if self._worker is None:
+                    self._worker = AnalysisWorker()
+                self._worker.submit(file.path)
+            reports = scanned is None or bool(scanned.findings)  # else no hook of it has anything to report
+            if reports and (not file.defs or file.defs[-1] is not self._ends.get(file.path)):  # once per tree
                 end = _append_end_of_module(file, self.options)
                 if end is not None:
                     self._ends[file.path] = end
@@ -138,11 +177,12 @@ class KvlintPlugin(Plugin):
         config = self._config_for(ctx.path)
         if isinstance(config, ConfigError):
             return [PLUGIN_VERSION, f"configuration error: {config}"]
-        if config not in self._config_data:
-            self._config_data[config] = [PLUGIN_VERSION, config.fingerprint(), *config.select, "-", *config.ignore]
-        policy = config.per_file_ignores or (config.test_files and config.test_ignore)
-        ignored = sorted(config.silenced_for(Path(ctx.path))) if policy else []
-        return [*self._config_data[config], "-", *ignored]
+        known = self._config_data.get(config)
+        if known is None:
+            known = self._config_data[config] = [
+                PLUGIN_VERSION, config.fingerprint(), *config.select, "-", *config.ignore, *_silencing(config),
+            ]
+        return list(known)
 
     # -- callbacks -------------------------------------------------------------------------------------------
 
@@ -220,6 +260,8 @@ class KvlintPlugin(Plugin):
             return known[1]
         if tree is None:
             return None
+        from kvlint.mypy_dereferences import ModuleDereferences
+
         dereferences = ModuleDereferences(tree, analysis.dereferences)
         self._dereferences[api.path] = (analysis, dereferences)
         return dereferences
@@ -236,11 +278,27 @@ class KvlintPlugin(Plugin):
         return analysis
 
     def _config_for(self, path: str) -> Config | ConfigError:
-        return self._configs.for_file(path)
+        directory = os.path.dirname(path)  # as mypy spells it: a run's paths share a few hundred directories
+        config = self._directory_configs.get(directory)
+        if config is None:
+            config = self._directory_configs[directory] = self._configs.for_file(path)
+        return config
 
     def _project_config(self) -> list[Config]:
         config = config_for_directory(os.getcwd())
         return [config] if isinstance(config, Config) else []  # a bad config is reported per module
+
+
+class _Routes(dict[str, Callable[..., Type] | None]):
+    """The hook of each fullname, routed at its first lookup."""
+
+    def __init__(self, route: Callable[[str], Callable[..., Type] | None]) -> None:
+        super().__init__()
+        self._route = route
+
+    def __missing__(self, fullname: str) -> Callable[..., Type] | None:
+        hook = self[fullname] = self._route(fullname)
+        return hook
 
 
 END_OF_MODULE_NAME = "__kvlint_end_of_module__"
@@ -265,13 +323,10 @@ def _append_end_of_module(tree: MypyFile, options: Options) -> Statement | None:
     if any(_may_end_the_module(statement) for statement in tree.defs):
         return None  # the appended function could be unreachable: `--warn-unreachable` would report it
     try:
-        import inspect
-
         from mypy.errors import Errors
-        from mypy.parse import parse
 
+        parse, eager = _mypy_parser()
         line = max((statement.end_line or statement.line for statement in tree.defs), default=0)
-        eager = {"eager": True} if "eager" in inspect.signature(parse).parameters else {}  # mypy 2 parses lazily
         parsed = parse("\n" * line + END_OF_MODULE, tree.path, tree.fullname or None, Errors(options), options,
                        **eager)
         defs = list(parsed.defs)
@@ -283,12 +338,19 @@ def _append_end_of_module(tree: MypyFile, options: Options) -> Statement | None:
     return defs[0]
 
 
+@functools.cache
+def _mypy_parser() -> tuple[Callable[..., MypyFile], dict[str, bool]]:
+    """mypy's parser, and the keywords that make it parse function bodies now (mypy 2 parses them lazily)."""
+    import inspect
+
+    from mypy.parse import parse
+
+    return parse, {"eager": True} if "eager" in inspect.signature(parse).parameters else {}
+
+
 def _may_end_the_module(statement: Statement) -> bool:
     """Whether a top-level statement may leave the rest of the module unreachable for mypy: a `raise`, an
     `assert False`, a call that may be `NoReturn` (`sys.exit(...)`), or a block that always runs one."""
-    from mypy.nodes import (
-        AssertStmt, Block, CallExpr, ExpressionStmt, IfStmt, IntExpr, NameExpr, RaiseStmt, TryStmt, WithStmt,
-    )
 
     def block(body: Block | None) -> bool:
         return body is not None and any(_may_end_the_module(inner) for inner in body.body)
@@ -345,6 +407,18 @@ def _configuration_error(message: str) -> Exception:
         return CompileError([f"error: {message}"])
     except ImportError:
         return RuntimeError(message)
+
+
+def _silencing(config: Config) -> list[str]:
+    """What decides the codes that `per-file-ignores` and the test-code policy silence in a module, besides its
+    path (fixed for a module's entry in mypy's cache): the settings and the directory their patterns are
+    matched from. A change to any of them makes every module stale; a module's own silenced codes, computed for
+    each module at each run, cost a cached run of vLLM a tenth of its time."""
+    if not (config.per_file_ignores or (config.test_files and config.test_ignore)):
+        return []
+    root = os.path.abspath(config.root if config.root is not None else os.getcwd())
+    settings = json.dumps([config.per_file_ignores, config.test_files, config.test_ignore])
+    return ["-", root, os.getcwd(), settings]
 
 
 def _position(context: Context) -> tuple[int, int]:

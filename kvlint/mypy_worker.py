@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
+import hashlib
 import os
 import pickle
 import queue
@@ -18,24 +20,43 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, cast
 
 import kvlint
+from kvlint.byte_scan import mentions_any
 from kvlint.config import Config, ConfigError, DirectoryConfigs
-from kvlint.findings import Finding
-from kvlint.rules import RULES
-from kvlint.sites import DerefTarget, Site, SiteKind, Span
 
-# Reported from any hook of the module: what no type shows, the producer side of the invariant (KVC002, KVC003,
-# KVC006), mutating the shared sentinel (KVC004), a marker that marks nothing (KVC101), files kvlint could not check.
-REPORTED_CODES = tuple(
-    code for code, rule in RULES.items() if "mypy" in rule.faces and rule.mypy_dereference is None
-)
-# Reported once mypy has typed the dereferenced value, unless that type includes None (mypy then reports it).
-DEREFERENCE_CODES: dict[str, DerefTarget] = {
-    code: rule.mypy_dereference for code, rule in RULES.items()
-    if "mypy" in rule.faces and rule.mypy_dereference is not None
-}
+if TYPE_CHECKING:  # the rules, sites and findings are imported where a module is analysed: a run that mypy's
+    # cache serves entirely never needs them
+    from kvlint.binding.declarations import Declaration
+    from kvlint.findings import Finding
+    from kvlint.running.cache import ResultCache
+    from kvlint.sites import DerefTarget, Site
+
+
+@functools.cache
+def _mypy_codes() -> tuple[tuple[str, ...], dict[str, DerefTarget]]:
+    """`REPORTED_CODES` and `DEREFERENCE_CODES`, from the rules' own declarations."""
+    from kvlint.rules import RULES
+
+    # Reported from any hook of the module: what no type shows, the producer side of the invariant (KVC002,
+    # KVC003, KVC006), mutating the shared sentinel (KVC004), a marker that marks nothing (KVC101), files
+    # kvlint could not check.
+    reported = tuple(code for code, rule in RULES.items() if "mypy" in rule.faces and rule.mypy_dereference is None)
+    # Reported once mypy has typed the dereferenced value, unless that type includes None (mypy then reports it).
+    dereference = {code: rule.mypy_dereference for code, rule in RULES.items()
+                   if "mypy" in rule.faces and rule.mypy_dereference is not None}
+    return reported, dereference
+
+
+def __getattr__(name: str) -> object:
+    """`REPORTED_CODES` and `DEREFERENCE_CODES`, computed when first asked (PEP 562)."""
+    if name == "REPORTED_CODES":
+        return _mypy_codes()[0]
+    if name == "DEREFERENCE_CODES":
+        return _mypy_codes()[1]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 TIMEOUT_ENV = "KVLINT_MYPY_TIMEOUT"  # seconds the helper may take over one file (default 60)
 DEFAULT_TIMEOUT = 60.0
 FALSE_SPELLINGS = ("", "0", "false", "no", "off", "n", "f")
@@ -66,6 +87,13 @@ class ModuleAnalysis:
     dereferences: tuple[Dereference, ...] = ()
 
 
+def scan_module(path: str, config: Config | ConfigError) -> ModuleAnalysis | None:
+    """The analysis of a module file that needs no engine, else None: one whose bytes mention no configured
+    name (most of a tree: the engine's byte scan would find nothing in it), one that can no longer be read,
+    or one under a bad configuration. Cheap enough for mypy's process, where it spares the helper the file."""
+    return _scanned(path, config)[0]
+
+
 def file_key(path: str) -> FileKey | None:
     try:
         status = os.stat(path)
@@ -76,21 +104,25 @@ def file_key(path: str) -> FileKey | None:
 
 def analyse_module(path: str, config: Config | ConfigError) -> ModuleAnalysis:
     """Run kvlint's engine on one module file and keep what the hooks look up."""
-    from kvlint.engine import analyse_source  # the engine only where it runs
+    scanned, key, data = _scanned(path, config)
+    if scanned is not None:
+        return scanned
+    assert isinstance(config, Config) and key is not None
+    from kvlint.engine import analyse_prepared, prepare_source  # the engine only where it runs
+    from kvlint.binding.module_resolution import imported_declarations_for
+    from kvlint.binding.tree_index import TreeIndex
+    from kvlint.sites import SiteKind
     from kvlint.source import module_name_for
 
-    key = file_key(path)
-    if key is None:
-        return ModuleAnalysis()  # mypy has read the file; it reports its own I/O errors
-    if isinstance(config, ConfigError):
-        return ModuleAnalysis(key, findings=(Finding(path, 1, 0, "KVC", f"configuration error: {config}", 1, 0),))
-    try:
-        data = Path(path).read_bytes()
-    except OSError:
-        return ModuleAnalysis(key)
+    # `engine.analyse_source(..., imports_from=path)`, but each module the imports reach is declared once in
+    # this process (the memo's key is its bytes), not once per importing file
     module_name, is_package = module_name_for(Path(path))
-    report = analyse_source(data, path, config, module_name=module_name, is_package=is_package, fixes=False,
-                            imports_from=Path(path))
+    prepared = prepare_source(data, path, config, module_name, is_package)
+    declared = list(prepared.declarations)
+    if prepared.relevant:
+        declared += imported_declarations_for(declared, config, [Path(path)], store=_imported(config))
+    index = TreeIndex(declared, payload_classes=config.payload_classes)
+    report = analyse_prepared(prepared, config, index, fixes=False)
     return ModuleAnalysis(
         key,
         narrowed=frozenset(
@@ -98,17 +130,95 @@ def analyse_module(path: str, config: Config | ConfigError) -> ModuleAnalysis:
             if site.kind is SiteKind.OPTIONAL_ACCESS and site.on_connector_path
         ),
         constructions=_constructions(report.sites),
-        findings=tuple(finding for finding in report.findings if finding.code.startswith(REPORTED_CODES)),
+        findings=tuple(finding for finding in report.findings if finding.code.startswith(_mypy_codes()[0])),
         dereferences=_dereferences(report.findings, report.sites, data),
     )
+
+
+def _scanned(path: str, config: Config | ConfigError) -> tuple[ModuleAnalysis | None, FileKey | None, bytes]:
+    """`scan_module`'s answer, with the file's key and bytes for the engine when it has none."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY)  # one lookup of the path for its key and its bytes
+    except OSError:
+        found = file_key(path)
+        return (ModuleAnalysis(found) if found is not None else ModuleAnalysis()), found, b""
+    key: FileKey | None = None
+    try:
+        status = os.fstat(descriptor)
+        key = status.st_mtime_ns, status.st_size
+        if isinstance(config, ConfigError):
+            from kvlint.findings import Finding
+
+            finding = Finding(path, 1, 0, "KVC", f"configuration error: {config}", 1, 0)
+            return ModuleAnalysis(key, findings=(finding,)), key, b""
+        chunks = []
+        while chunk := os.read(descriptor, max(status.st_size + 1, 1 << 16)):
+            chunks.append(chunk)
+        data = b"".join(chunks)
+    except OSError:  # mypy has read the file; it reports its own I/O errors
+        return (ModuleAnalysis(key) if key is not None else ModuleAnalysis()), key, b""
+    finally:
+        os.close(descriptor)
+    if not mentions_any(data, _names(config)):  # the engine's own first test (`engine.prepare_source`)
+        return ModuleAnalysis(key), key, data
+    return None, key, data
+
+
+def _names(config: Config) -> tuple[str, ...]:
+    """`config.names()`, once per configuration object (a tree's files share a handful)."""
+    known = _NAMES.get(id(config))
+    if known is None or known[0] is not config:
+        known = _NAMES[id(config)] = (config, config.names())
+    return known[1]
+
+
+_NAMES: dict[int, tuple[Config, tuple[str, ...]]] = {}
+
+
+class ImportedDeclarations:
+    """What `imported_declarations_for` asks of a result cache, kept in memory for the process's life: the
+    declarations of each module a relevant file's imports reach, by the module's bytes, so that the files
+    importing one module (a tree's runners, workers and connectors share most of theirs) parse it once.
+    Keyed by content, it stays right when a module changes under a long-lived process (`dmypy`)."""
+
+    LIMIT = 4096  # entries; a larger set starts over
+
+    def __init__(self) -> None:
+        self._known: dict[str, list[Declaration]] = {}
+
+    def file_key(self, display_path: str, module_name: str, is_package: bool, data: bytes | None,
+                 digest: str | None = None) -> str:
+        content = digest if digest is not None else hashlib.blake2b(data or b"", digest_size=16).hexdigest()
+        return f"{display_path}\0{module_name}\0{is_package}\0{content}"
+
+    def recall_declarations(self, key: str) -> list[Declaration] | None:
+        return self._known.get(key)
+
+    def remember_declarations(self, key: str, declarations: list[Declaration]) -> None:
+        if len(self._known) >= self.LIMIT:
+            self._known.clear()
+        self._known[key] = declarations
+
+
+def _imported(config: Config) -> ResultCache:
+    """The process's `ImportedDeclarations` for this configuration (a module's declarations depend on it)."""
+    memo = _IMPORTED.get(config)
+    if memo is None:
+        memo = _IMPORTED[config] = ImportedDeclarations()
+    return cast("ResultCache", memo)  # the three methods `imported_declarations_for` calls on its store
+
+
+_IMPORTED: dict[Config, ImportedDeclarations] = {}
 
 
 def _dereferences(findings: tuple[Finding, ...], sites: tuple[Site, ...], data: bytes) -> tuple[Dereference, ...]:
     """Locate the value each KVC001/KVC005 finding dereferences: the `ast` node inside the finding with the
     source text of a dereference site's operand."""
+    from kvlint.sites import SiteKind, Span
     from kvlint.source import SourceError, decode_source, split_lines
 
-    wanted = [finding for finding in findings if finding.code in DEREFERENCE_CODES]
+    codes = _mypy_codes()[1]
+    wanted = [finding for finding in findings if finding.code in codes]
     if not wanted:
         return ()
     try:
@@ -122,7 +232,7 @@ def _dereferences(findings: tuple[Finding, ...], sites: tuple[Site, ...], data: 
         span = Span(finding.line, finding.column, finding.end_line, finding.end_column)
         texts = {_compact(site.operand) for site in sites
                  if site.kind is SiteKind.DEREFERENCE and site.span == span and site.may_be_none
-                 and site.deref_target is DEREFERENCE_CODES[finding.code]}
+                 and site.deref_target is codes[finding.code]}
         start = (finding.line, _byte_column(lines, finding.line, finding.column))
         end = (finding.end_line, _byte_column(lines, finding.end_line, finding.end_column))
         operands = [(node, loop) for node, loop in nodes
@@ -164,6 +274,8 @@ def _compact(text: str) -> str:
 
 
 def _constructions(sites: tuple[Site, ...]) -> dict[tuple[int, int], tuple[Site, ...]]:
+    from kvlint.sites import SiteKind
+
     found: dict[tuple[int, int], tuple[Site, ...]] = {}
     for site in sites:
         if site.kind is SiteKind.OUTPUT_CONSTRUCTION:

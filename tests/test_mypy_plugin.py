@@ -368,6 +368,30 @@ def test_a_dead_helper_costs_nothing_but_time(mypy: Mypy, tmp_path: Path) -> Non
     assert (run.stdout, run.stderr, run.status) == (expected("default.txt"), "", 1)
 
 
+LOG_SUBMITTED = (  # record which files the plugin sends to its helper
+    "import os\nimport kvlint.mypy_plugin as plugin\nsubmit = plugin.AnalysisWorker.submit\n"
+    "def logged(self, path):\n"
+    "    with open(os.environ['SUBMITTED_LOG'], 'a') as log:\n"
+    "        log.write(path + '\\n')\n"
+    "    return submit(self, path)\n"
+    "plugin.AnalysisWorker.submit = logged"
+)
+
+
+def test_the_helper_is_sent_only_the_files_that_need_the_engine(mypy: Mypy, tmp_path: Path) -> None:
+    """A file whose bytes mention no configured name is answered in mypy's process by the byte scan (issue 27:
+    most of a tree), the rest go to the helper; the output is the same."""
+    tree = case_tree(tmp_path / "tree", "mypy.ini")
+    log = tmp_path / "submitted.log"
+    run = mypy.run(tree, "--config-file", "mypy.ini", "--cache-dir", str(tree / ".mypy_cache"), "cases",
+                   prelude=LOG_SUBMITTED, env={"KVLINT_MYPY_WORKER": "1", "SUBMITTED_LOG": str(log)})
+    assert (run.stdout, run.status) == (expected("default.txt"), 1)
+    submitted = {(Path(path).relative_to(tree) if os.path.isabs(path) else Path(path)).as_posix()
+                 for path in log.read_text().split()}
+    assert {"cases/dereferences.py", "cases/narrowing.py", "vllm/v1/outputs.py"} <= submitted
+    assert not submitted & {"cases/__init__.py", "vllm/__init__.py", "vllm/v1/__init__.py"}, submitted
+
+
 SILENCED_DEPENDENCY = """\
 from vllm.distributed.kv_transfer import has_kv_transfer_group
 from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT, ModelRunnerOutput

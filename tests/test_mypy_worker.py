@@ -1,5 +1,7 @@
 """The mypy face's helper (issue 15): a helper stuck on a file costs at most the timeout, once, and the
-face analyses in mypy's process from then on; `KVLINT_MYPY_WORKER` takes the usual false spellings."""
+face analyses in mypy's process from then on; `KVLINT_MYPY_WORKER` takes the usual false spellings. What the
+analysis costs (issue 27): a file that mentions no configured name is answered by the byte scan alone, and the
+modules a run's files import are declared once, with the engine's answers."""
 
 from __future__ import annotations
 
@@ -7,7 +9,23 @@ from pathlib import Path
 
 import pytest
 
-from kvlint.mypy_worker import AnalysisWorker, worker_wanted
+import kvlint.mypy_worker as mypy_worker
+from kvlint.binding.declarations import Declaration
+from kvlint.config import Config, ConfigError
+from kvlint.engine import analyse_source
+from kvlint.findings import Finding
+from kvlint.mypy_worker import (
+    REPORTED_CODES,
+    AnalysisWorker,
+    ImportedDeclarations,
+    ModuleAnalysis,
+    analyse_module,
+    file_key,
+    scan_module,
+    worker_wanted,
+)
+from kvlint.sites import SiteKind
+from kvlint.source import module_name_for
 from tests.conftest import FIXTURES
 
 
@@ -52,3 +70,72 @@ def test_a_working_helper_answers(monkeypatch: pytest.MonkeyPatch) -> None:
     analysis = worker.take(path)
     assert analysis is not None and analysis.key != (0, 0)
     worker._stop()
+
+
+# -- what the analysis costs: the byte scan alone for most files, each imported module declared once -----------
+
+
+def _engine_analysis(path: str, config: Config) -> tuple[tuple[Finding, ...], frozenset[tuple[int, int]]]:
+    """What `engine.analyse_source` says of a file as the plugin asks it (`imports_from`, no fixes): the findings
+    the face reports from any hook, and the optional-field reads on a connector path."""
+    data = Path(path).read_bytes()
+    module_name, is_package = module_name_for(Path(path))
+    report = analyse_source(data, path, config, module_name=module_name, is_package=is_package, fixes=False,
+                            imports_from=Path(path))
+    findings = tuple(finding for finding in report.findings if finding.code.startswith(REPORTED_CODES))
+    narrowed = frozenset((site.span.line, site.span.column) for site in report.sites
+                         if site.kind is SiteKind.OPTIONAL_ACCESS and site.on_connector_path)
+    return findings, narrowed
+
+
+def test_a_file_that_mentions_no_configured_name_is_answered_by_the_byte_scan(tmp_path: Path) -> None:
+    quiet = tmp_path / "quiet.py"
+    quiet.write_text("def add(a: int, b: int) -> int:\n    return a + b\n")
+    config = Config()
+    scanned = scan_module(str(quiet), config)
+    assert scanned is not None and scanned == analyse_module(str(quiet), config)
+    assert scanned.key == file_key(str(quiet)) and not scanned.findings and not scanned.narrowed
+    # a file that names a configured field goes to the engine
+    assert scan_module(str(FIXTURES / "vllm_like" / "worker.py"), config) is None
+    bad = ConfigError("pyproject.toml: unknown key 'guards' in [tool.kvlint]")
+    reported = scan_module(str(quiet), bad)
+    assert reported is not None and [finding.message for finding in reported.findings] == [f"configuration error: {bad}"]
+    assert scan_module(str(tmp_path / "gone.py"), config) == ModuleAnalysis()
+
+
+def test_the_face_analyses_as_the_engine_does_and_declares_each_imported_module_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The helper runs for a whole mypy run: the modules the files import are declared once, by their bytes, and
+    each file's findings are those of `engine.analyse_source` with `imports_from`."""
+    import kvlint.binding.module_resolution as module_resolution
+
+    config = Config()
+    paths = sorted(str(path) for path in (FIXTURES / "vllm_like").glob("*.py"))
+    expected = {path: _engine_analysis(path, config) for path in paths}
+    assert any(findings for findings, _ in expected.values()) and any(narrowed for _, narrowed in expected.values())
+    declared: list[str] = []
+    declarations_of = module_resolution.declarations_of
+
+    def counted(data: bytes, module_name: str, is_package: bool, config: Config) -> list[Declaration]:
+        declared.append(module_name)
+        return declarations_of(data, module_name, is_package, config)
+
+    monkeypatch.setattr(module_resolution, "declarations_of", counted)
+    monkeypatch.setattr(mypy_worker, "_IMPORTED", {})  # a fresh process
+    for path in paths:
+        analysis = analyse_module(path, config)
+        assert (analysis.findings, analysis.narrowed) == expected[path], path
+    assert declared and len(declared) == len(set(declared)), declared  # the modules the files import, once each
+    for path in paths:  # and again, as a daemon's helper would: from memory, the same answers
+        assert (analyse_module(path, config).findings, analyse_module(path, config).narrowed) == expected[path]
+    assert len(declared) == len(set(declared))
+
+
+def test_a_changed_imported_module_is_declared_again() -> None:
+    memo = ImportedDeclarations()
+    before = memo.file_key("<imported>", "pkg.outputs", False, b"class A: ...\n")
+    after = memo.file_key("<imported>", "pkg.outputs", False, b"class B: ...\n")
+    assert before != after and before == memo.file_key("<imported>", "pkg.outputs", False, b"class A: ...\n")
+    memo.remember_declarations(before, [])
+    assert memo.recall_declarations(before) == [] and memo.recall_declarations(after) is None

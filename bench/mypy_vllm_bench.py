@@ -1,0 +1,213 @@
+"""What the mypy plugin costs on a whole vLLM package: mypy over vLLM 0.33.0's `vllm/` under vLLM's own
+`[tool.mypy]`, with and without `kvlint.mypy_plugin`, cold and warm.
+
+The tree is a scratch copy of the release's `vllm/` (3,231 files, from the test suite's wheel cache) with
+vLLM's own `pyproject.toml` from its sdist beside it. vLLM's `[tool.mypy]` is used as it stands
+(`plugins = ['pydantic.mypy']`, `ignore_missing_imports`, `follow_imports = "silent"`,
+`check_untyped_defs`); the run with the plugin reads a copy whose only change is `kvlint.mypy_plugin`
+added to `plugins`. The command is what vLLM's pre-commit hook runs (`tools/pre_commit/mypy.py "3.11"`:
+`mypy --python-version 3.11 FILES`, with mypy 1.20.2 and pydantic 2.13.5), given the package directory
+rather than its files one by one. vLLM's third-party imports (torch, transformers, ...) are not installed,
+nor the hook's `types-*` stubs: `ignore_missing_imports` makes each of them `Any`, for both runs alike.
+
+- **cold**: every run gets a fresh `--cache-dir`, deleted after it: a CI job without a restored cache. mypy
+  writes its cache as it goes, the plugin's configuration data included, so that is part of the cost measured;
+  `--cache-dir=/dev/null` would spare both runs that writing and measure a run no one makes.
+- **warm**: each configuration keeps a cache of its own, filled by an untimed run; nothing changes between
+  runs: a CI job with a restored cache and a pre-commit run with nothing to recheck.
+
+Each round runs both, the order alternating, after one untimed round (it fills the OS's file cache and the
+warm caches). Wall times include the interpreter's start-up. CPU is user + system time of mypy and every
+process it started: the plugin's analysis helper outlives mypy by a moment and is reaped here (this process
+is their child subreaper, Linux only). mypy comes from the venv the tests make for this checkout
+(`--mypy 1.20.2`, the default, or `--mypy 2.4.1`), or `--python PATH`:
+
+    .venv/bin/python bench/mypy_vllm_bench.py [--cold-rounds 5] [--warm-rounds 15] [--in-process] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.support.vllm_sdist import vllm_sdist_file  # noqa: E402
+from tests.support.vllm_sources import vllm_tree  # noqa: E402
+from tests.test_mypy_plugin import venv_dir  # noqa: E402
+
+VERSION = "0.33.0"
+PYTHON_VERSION = "3.11"  # vLLM's hook: "Run mypy for the oldest supported Python version"
+OVERHEAD_TARGET = 0.02
+PLUGINS_LINE = re.compile(r"^plugins = \[(.*)\]$", re.MULTILINE)
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def vllm_pyproject() -> str:
+    """vLLM's own pyproject.toml, checked to hold the `[tool.mypy]` this bench describes."""
+    text = vllm_sdist_file(VERSION, "pyproject.toml")
+    section = text[text.index("\n[tool.mypy]\n"):]
+    section = section[:section.index("\n[tool.pytest")]
+    for setting in ("plugins = ['pydantic.mypy']", "ignore_missing_imports = true", 'follow_imports = "silent"'):
+        assert setting in section, f"vLLM {VERSION}'s [tool.mypy] no longer says {setting}"
+    return text
+
+
+def with_plugin(pyproject: str) -> str:
+    """The same file with `kvlint.mypy_plugin` after vLLM's own plugins: the one change."""
+    changed, count = PLUGINS_LINE.subn(lambda found: f"plugins = [{found.group(1)}, 'kvlint.mypy_plugin']",
+                                       pyproject, count=1)
+    assert count == 1
+    return changed
+
+
+def make_tree(scratch: Path) -> tuple[Path, dict[str, Path]]:
+    tree = scratch / "tree"
+    shutil.copytree(vllm_tree(VERSION) / "vllm", tree / "vllm")
+    pyproject = vllm_pyproject()
+    (tree / "pyproject.toml").write_text(pyproject)
+    (scratch / "with-plugin.toml").write_text(with_plugin(pyproject))
+    return tree, {"without": tree / "pyproject.toml", "with": scratch / "with-plugin.toml"}
+
+
+def mypy_command(python: Path, config: Path, cache_dir: Path) -> list[str]:
+    return [str(python), "-m", "mypy", "--config-file", str(config), "--cache-dir", str(cache_dir),
+            "--python-version", PYTHON_VERSION, "vllm"]
+
+
+def become_subreaper() -> None:
+    """Orphans of the processes started here (the plugin's helper) are reparented to this process, so their
+    CPU time reaches `RUSAGE_CHILDREN` when they are reaped."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+
+
+def timed_run(command: list[str], cwd: Path, env: dict[str, str], output: Path) -> tuple[float, float]:
+    """Wall seconds of the command, and CPU seconds of it and all it started (reaped before returning)."""
+    before = os.times()
+    started = time.perf_counter()
+    with open(output, "wb") as sink:
+        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=sink, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL)
+        _, status, _ = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    while True:  # the helper, orphaned when mypy exited: it ends at the end of its input
+        try:
+            os.wait4(-1, 0)
+        except ChildProcessError:
+            break
+    after = os.times()
+    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    return wall, cpu
+
+
+def measure(python: Path, configs: dict[str, Path], tree: Path, scratch: Path, env: dict[str, str],
+            rounds: int, warm: bool) -> dict[str, dict[str, list[float]]]:
+    times: dict[str, dict[str, list[float]]] = {label: {"wall": [], "cpu": []} for label in configs}
+    for number in range(rounds + 1):  # round 0 warms the OS file cache (and the warm caches) and is not timed
+        order = list(configs) if number % 2 else list(reversed(configs))
+        for label in order:
+            cache = scratch / (f"warm-{label}" if warm else f"cold-{label}-{number}")
+            output = scratch / f"{'warm' if warm else 'cold'}-{label}.out"
+            wall, cpu = timed_run(mypy_command(python, configs[label], cache), tree, env, output)
+            if not warm:
+                shutil.rmtree(cache, ignore_errors=True)
+            if number:
+                times[label]["wall"].append(wall)
+                times[label]["cpu"].append(cpu)
+    return times
+
+
+def summary(times: dict[str, dict[str, list[float]]]) -> dict[str, object]:
+    figures: dict[str, object] = {}
+    for kind in ("wall", "cpu"):
+        medians = {label: statistics.median(values[kind]) for label, values in times.items()}
+        per_round = [w / o for w, o in zip(times["with"][kind], times["without"][kind])]
+        figures[kind] = {
+            "seconds": {label: {"median": medians[label], "min": min(times[label][kind]),
+                                "max": max(times[label][kind])} for label in times},
+            "ratio_of_medians": medians["with"] / medians["without"],
+            "median_round_ratio": statistics.median(per_round),
+            "round_ratios": per_round,
+        }
+    return figures
+
+
+def errors_of(path: Path) -> tuple[int, int, str]:
+    lines = path.read_text(errors="replace").splitlines()
+    return (sum(": error: " in line for line in lines), sum(line.endswith("[kvc]") for line in lines),
+            lines[-1] if lines else "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mypy", default="1.20.2", help="mypy version of a test venv (default: 1.20.2)")
+    parser.add_argument("--python", type=Path, help="a Python with mypy and pydantic installed (overrides --mypy)")
+    parser.add_argument("--cold-rounds", type=int, default=5, help="timed cold rounds (default: 5)")
+    parser.add_argument("--warm-rounds", type=int, default=15, help="timed warm rounds (default: 15)")
+    parser.add_argument("--in-process", action="store_true",
+                        help="run kvlint's engine inside mypy's process (KVLINT_MYPY_WORKER=0), not in its helper")
+    parser.add_argument("--keep", type=Path, help="copy both runs' last mypy output into this directory")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    python = args.python or venv_dir(args.mypy) / "bin" / "python"
+    if not python.exists():
+        parser.error(f"{python} does not exist: run the mypy plugin tests once to create it, or pass --python")
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("KVLINT_MYPY_", "MYPY")) and key != "PYTHONPATH"}
+    if args.in_process:
+        env["KVLINT_MYPY_WORKER"] = "0"
+    become_subreaper()
+    version = subprocess.run([str(python), "-m", "mypy", "--version"], capture_output=True, text=True).stdout.strip()
+    figures: dict[str, object] = {"mypy": version, "vllm": VERSION, "cpus": len(os.sched_getaffinity(0)),
+                                  "engine": "mypy's process" if args.in_process else "a helper process (default)"}
+    with tempfile.TemporaryDirectory(prefix="kvlint-mypy-vllm-bench-") as scratch_dir:
+        scratch = Path(scratch_dir)
+        tree, configs = make_tree(scratch)
+        files = sum(1 for _ in (tree / "vllm").rglob("*.py"))
+        figures["files"] = files
+        print(f"{version}, vLLM {VERSION} ({files} files), vLLM's [tool.mypy], {figures['cpus']} CPUs, "
+              f"engine in {figures['engine']}", flush=True)
+        for case, rounds in (("cold", args.cold_rounds), ("warm", args.warm_rounds)):
+            if rounds <= 0:
+                continue
+            times = measure(python, configs, tree, scratch, env, rounds, warm=case == "warm")
+            result = summary(times)
+            result["rounds"] = rounds
+            result["errors"] = {label: errors_of(scratch / f"{case}-{label}.out") for label in configs}
+            figures[case] = result
+            print(f"{case} ({rounds} rounds):")
+            for kind in ("wall", "cpu"):
+                found = result[kind]
+                seconds = found["seconds"]
+                print(f"  {kind:>4}: without {seconds['without']['median']:.3f} s, with {seconds['with']['median']:.3f} s"
+                      f"  ratio {found['ratio_of_medians']:.3f} (median of rounds {found['median_round_ratio']:.3f};"
+                      f" rounds {min(found['round_ratios']):.3f}-{max(found['round_ratios']):.3f})")
+            for label, (errors, kvc, last) in result["errors"].items():
+                print(f"  {label:>7} plugin: {last!r} ({kvc} [kvc])")
+            if args.keep:
+                args.keep.mkdir(parents=True, exist_ok=True)
+                for label in configs:
+                    shutil.copy(scratch / f"{case}-{label}.out", args.keep / f"{case}-{label}.out")
+            sys.stdout.flush()
+    figures["target"] = OVERHEAD_TARGET
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
