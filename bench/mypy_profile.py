@@ -94,8 +94,8 @@ for name, names in asked.items():  # the same calls again, timed as a whole
     for fullname in calls:
         hook(fullname)
     replayed[name] = {"calls": len(calls), "names": len(names), "seconds": time.process_time() - start}
-print(json.dumps({"import": imported, "run": run, "entry_points": {name: {"calls": counts[name], "seconds": totals[name]}
-                                                                   for name in totals}, "routing": replayed}))
+entry_points = {name: {"calls": counts[name], "seconds": totals[name]} for name in totals}
+print(json.dumps({"import": imported, "run": run, "entry_points": entry_points, "routing": replayed}))
 '''
 
 
