@@ -230,22 +230,32 @@ def reanalyse(
                              {key: shape for key, shape in shapes.items() if key in used})
 
 
-def _locate(state: UnitState, lines: list[str], shapes: dict[tuple[str, bool], Shape]) -> _Edit | None:
-    """The one function unit whose body the change lies in, parsed anew; None when it is not so."""
-    old = state.prepared
+def _unit_of_change(old: PreparedFile, lines: list[str]) -> tuple[int, int, int, int] | None:
+    """The one top-level unit (or method) of the old text that a change to these lines lies in: its number in
+    `old.segments`, the first changed line, the change in the number of lines, and the unit's last old line
+    with the comments and blank lines up to the next unit; None when the change reaches another unit."""
     change = changed_lines(old.lines, lines)
     if change is None:
         return None
     first_changed, last_changed, _ = change
-    delta = len(lines) - len(old.lines)
     segments = old.segments
     number = _unit_before(segments, first_changed - 1)
     if number is None:
         return None
-    first, last, parent = segments[number]
     extent = segments[number + 1][0] - 1 if number + 1 < len(segments) else len(old.lines)
     if last_changed > extent:
         return None  # the change reaches the next unit
+    return number, first_changed, len(lines) - len(old.lines), extent
+
+
+def _locate(state: UnitState, lines: list[str], shapes: dict[tuple[str, bool], Shape]) -> _Edit | None:
+    """The one function unit whose body the change lies in, parsed anew; None when it is not so."""
+    old = state.prepared
+    unit = _unit_of_change(old, lines)
+    if unit is None:
+        return None
+    number, first_changed, delta, extent = unit
+    first, last, parent = old.segments[number]
     in_class = parent >= 0
     old_text = "".join(old.lines[first - 1 : extent])  # with the comments and blank lines up to the next unit
     new_text = "".join(lines[first - 1 : extent + delta])
@@ -271,19 +281,11 @@ def unparsable_unit(state: UnitState, lines: list[str]) -> tuple[int, int, str] 
     cannot parse it cannot parse the file (the server then spares asking libcst about the whole file,
     `kvlint.flow.lowering`, when `ast`'s error lies in it)."""
     old = state.prepared
-    change = changed_lines(old.lines, lines)
-    if change is None:
+    unit = _unit_of_change(old, lines)
+    if unit is None:
         return None
-    first_changed, last_changed, _ = change
-    delta = len(lines) - len(old.lines)
-    segments = old.segments
-    number = _unit_before(segments, first_changed - 1)
-    if number is None:
-        return None
-    first, _, parent = segments[number]
-    extent = segments[number + 1][0] - 1 if number + 1 < len(segments) else len(old.lines)
-    if last_changed > extent:
-        return None
+    number, first_changed, delta, extent = unit
+    first, _, parent = old.segments[number]
     in_class = parent >= 0
     old_shape = _shape("".join(old.lines[first - 1 : extent]), in_class, dict(state.shapes))
     if not old_shape.function or not old_shape.header_end or first_changed <= first - 1 + old_shape.header_end:
