@@ -440,8 +440,9 @@ def _sites(
     """The file's sites, its markers that name no invariant (KVC101), and how to build the context its fixes are
     made in (only a file with findings does)."""
     from kvlint.flow import FlowAnalysis
-    from kvlint.flow.source import SourceText
+    from kvlint.flow.source import SourceText, parsed_batches
 
+    batches: Iterable[ast.Module] | None = None
     if prepared.fallback_error is not None:
         from kvlint.flow.lowering import lower_newer_syntax
 
@@ -455,15 +456,28 @@ def _sites(
             error = prepared.fallback_error
             raise SourceError(error.message, error.line, error.column)
         prepared.imports = ImportTable.from_ast(module, prepared.module_name, prepared.is_package)
+        batches = [module]
     else:
         text, line_map = reduced_text(prepared, config, names)
-        parsed, module = text, parse_source(text)
-    analysis = FlowAnalysis(
-        module, SourceText(parsed, line_map), prepared.imports, index, config, prepared.module_name,
-        prepared.declarations,
-    )
-    sites = analysis.run()
-    markers = analysis.unknown_markers
+        parsed = text
+    source = SourceText(parsed, line_map)
+
+    def analysis() -> FlowAnalysis:
+        return FlowAnalysis(source, prepared.imports, index, config, prepared.module_name, prepared.declarations)
+
+    if batches is None:  # a batch of top-level units at a time (issue 27: memory per finding)
+        starts = {first for first, _, parent in prepared.segments if parent < 0}  # the top-level statements'
+        unit_starts = [number for number, line in enumerate(line_map, 1) if line in starts]
+        try:
+            flow = analysis()
+            sites = flow.run(parsed_batches(source.lines, unit_starts))
+        except SourceError:  # a batch that does not parse alone: the text whole, as CPython says of it
+            flow = analysis()
+            sites = flow.run([parse_source(text)])
+    else:
+        flow = analysis()
+        sites = flow.run(batches)
+    markers = flow.unknown_markers
 
     def fix_context() -> FileFixes:
         """libcst over the same text: fixes edit the code as written (only a file with a finding pays for it)."""
