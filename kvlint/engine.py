@@ -473,8 +473,9 @@ def _sites(
     """The file's sites, its markers that name no invariant (KVC101), and how to build the context its fixes are
     made in (only a file with findings does)."""
     from kvlint.flow import FlowAnalysis
-    from kvlint.flow.source import SourceText
+    from kvlint.flow.source import SourceText, parsed_batches
 
+    batches: Iterable[ast.Module] | None = None
     if prepared.fallback_error is not None:
         from kvlint.flow.lowering import lower_newer_syntax
 
@@ -488,15 +489,31 @@ def _sites(
             error = prepared.fallback_error
             raise SourceError(error.message, error.line, error.column)
         prepared.imports = ImportTable.from_ast(module, prepared.module_name, prepared.is_package)
+        batches = [module]
     else:
         text, line_map = reduced_text(prepared, config, names)
         kept, prepared.tree = prepared.tree, None  # one analysis takes it: the flow analysis may annotate it
-        parsed, module = text, kept if kept is not None and text == prepared.text else parse_source(text)
-    analysis = FlowAnalysis(
-        module, SourceText(parsed, line_map), prepared.imports, index, config, prepared.module_name,
-        prepared.declarations,
-    )
-    return analysis.run(), analysis.unknown_markers, file_fixes(prepared, config, index, text, line_map)
+        parsed = text
+        if kept is not None and text == prepared.text:  # a small file: the tree its preparation parsed
+            batches = [kept]
+    source = SourceText(parsed, line_map)
+
+    def analysis() -> FlowAnalysis:
+        return FlowAnalysis(source, prepared.imports, index, config, prepared.module_name, prepared.declarations)
+
+    if batches is None:  # a batch of top-level units at a time (issue 27: memory per finding)
+        starts = {first for first, _, parent in prepared.segments if parent < 0}  # the top-level statements'
+        unit_starts = [number for number, line in enumerate(line_map, 1) if line in starts]
+        try:
+            flow = analysis()
+            sites = flow.run(parsed_batches(source.lines, unit_starts))
+        except SourceError:  # a batch that does not parse alone: the text whole, as CPython says of it
+            flow = analysis()
+            sites = flow.run([parse_source(text)])
+    else:
+        flow = analysis()
+        sites = flow.run(batches)
+    return sites, flow.unknown_markers, file_fixes(prepared, config, index, text, line_map)
 
 
 def unit_sites(
@@ -512,10 +529,9 @@ def unit_sites(
 
     def work() -> tuple[list[Site], dict[Span, tuple[str, tuple[str, ...], str]]]:
         analysis = FlowAnalysis(
-            parse_source(text), SourceText(text, line_map), prepared.imports, index, config, prepared.module_name,
-            prepared.declarations,
+            SourceText(text, line_map), prepared.imports, index, config, prepared.module_name, prepared.declarations
         )
-        return analysis.run(), analysis.unknown_markers
+        return analysis.run([parse_source(text)]), analysis.unknown_markers
 
     return _run_with_deep_stack(work)  # type: ignore[no-any-return]
 

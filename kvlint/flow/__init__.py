@@ -13,7 +13,7 @@ first). Its output is a list of `Site`s; it reports nothing itself.
 - `expressions`, `narrowing`, `statements`: the transfer functions (`Expressions`, `Narrowing`, `Statements`);
 - `recording`: `Recorder`, the sites the rules read;
 - `analysis`: `FlowAnalysis`, which builds the context and the parts, says which part calls which,
-  and walks every scope of a module.
+  and walks every scope of a module, a batch of top-level statements at a time (`source.parsed_batches`).
 
 The parts are plain classes: each receives the `FlowContext` and the parts it calls as attributes,
 so a call from one part to another names its target (`self.expressions.eval(...)`).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from kvlint.config import Config
 from kvlint.binding.declarations import Declaration
@@ -37,7 +37,6 @@ class FlowAnalysis:
 
     def __init__(
         self,
-        module: ast.Module,
         source: SourceText,
         imports: ImportTable,
         index: TreeIndex,
@@ -45,7 +44,6 @@ class FlowAnalysis:
         module_name: str,
         own_declarations: Sequence[Declaration] = (),
     ) -> None:
-        self.module = module
         self.context = context = FlowContext(source, imports, index, config, module_name, own_declarations)
         # the `# kvlint: connector-path[...]` markers that name what is no invariant here: where -> the marker,
         # those names, the marked function
@@ -75,18 +73,33 @@ class FlowAnalysis:
 
     # ----------------------------------------------------------- entry points
 
-    def run(self) -> list[Site]:
-        """Analyse the module body and every nested scope; return the sites. Once: the parts are disconnected."""
+    def run(self, batches: Iterable[ast.Module]) -> list[Site]:
+        """Analyse the module, whose top-level statements are the bodies of `batches` in order, and every scope
+        nested in them; return the sites. Once: the parts are disconnected after it."""
         try:
-            return self._run()
+            return self._run(batches)
         finally:
             self._disconnect()
 
-    def _run(self) -> list[Site]:
-        self.context.pending.append((self.module, ScopeContext("<module>")))
-        while self.context.pending:
-            node, scope = self.context.pending.pop(0)
-            self._analyse_scope(node, scope)
+    def _run(self, batches: Iterable[ast.Module]) -> list[Site]:
+        """A batch at a time, so that only one batch's tree need be alive: the module's own scope goes on from
+        one batch to the next as one scope (its state, its declarations), and a batch's nested scopes are
+        analysed before the next batch is read. In what it records this is the order of one module: a scope
+        reads only what it and its enclosing scopes did (`FlowContext` keeps the rest by scope or in sets)."""
+        context = self.context
+        module_scope = ScopeContext("<module>")
+        state = NullnessState(dict(module_scope.captured))
+        declared: tuple[dict[str, Value], dict[str, Value], set[str]] | None = None
+        for batch in batches:
+            self._start_scope(module_scope)
+            if declared is not None:
+                context.declared_defaults, context.declared_names, context.local_definitions = declared
+            state = self.statements.block(batch.body, state)  # an unreachable state ends the module here, too
+            declared = context.declared_defaults, context.declared_names, context.local_definitions
+            while context.pending:
+                node, scope = context.pending.pop(0)
+                self._analyse_scope(node, scope)
+            self.expressions.forget_nodes()
         for key in self.context.attached_outputs & self.context.sites.keys():
             self.context.sites[key] = dataclasses.replace(
                 self.context.sites[key], carries_connector_output=True, connector_output_argument="(assigned after it)"
@@ -130,17 +143,21 @@ class FlowAnalysis:
             elif site.kind in (SiteKind.SENTINEL_USE, SiteKind.OUTPUT_CONSTRUCTION) and site.on_connector_path:
                 self.context.sites[key] = dataclasses.replace(site, on_connector_path=False, path_reason="")
 
+    def _start_scope(self, scope: ScopeContext) -> None:
+        context = self.context
+        context.scope = scope
+        context.loops = []
+        context.fixpoint_depth = 0
+        context.recording = True
+        context.declared_defaults = {}
+        context.declared_names = {}
+        context.local_definitions = set()
+        context.shielded = ""
+
     def _analyse_scope(self, node: ast.AST, scope: ScopeContext) -> None:
-        self.context.scope = scope
-        self.context.loops = []
-        self.context.fixpoint_depth = 0
-        self.context.recording = True
-        self.context.declared_defaults = {}
-        self.context.declared_names = {}
-        self.context.local_definitions = set()
-        self.context.shielded = ""
+        self._start_scope(scope)
         state = NullnessState(dict(scope.captured))
-        if isinstance(node, (ast.Module, ast.ClassDef)):
+        if isinstance(node, ast.ClassDef):
             self.statements.block(node.body, state)
         elif isinstance(node, FUNCTIONS):
             self._enter_function(node, state)

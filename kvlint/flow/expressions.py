@@ -67,7 +67,7 @@ class Expressions:
 
     def __init__(self, context: FlowContext) -> None:
         self.context = context
-        self.names_within: dict[int, frozenset[str]] = {}  # by id() of a node of the module, which keeps it alive
+        self.names_within: dict[int, frozenset[str]] = {}  # by id() of a node of the batch being analysed
         self.payload_fields_by_invariant: dict[str, tuple[str, ...]] = {}  # its payload's fields the tree declares
         self.emptiness_fields_by_invariant: dict[str, tuple[str, ...]] = {}  # what an empty payload has falsy
         self.payload_class_decls: dict[str, ClassDecl | None] = {}  # configured name -> the class this module means
@@ -540,6 +540,10 @@ class Expressions:
                 # an output that escapes before its connector output is set stays without it (KVC003)
                 state.values[name] = dataclasses.replace(
                     state.values[name], handed_on=True, output_sites=frozenset(), parked_on="")
+
+    def forget_nodes(self) -> None:
+        """A batch of the module is analysed and its tree goes: `names_within` knew its nodes by id()."""
+        self.names_within.clear()
 
     def _names_within(self, node: ast.AST) -> frozenset[str]:
         """Every name an expression mentions, a lambda's or nested function's included (they capture it).
