@@ -178,7 +178,7 @@ def prepare_source(
 
     prepared.declarations = module_declarations(
         tree, module_name, prepared.imports, config.empty_sentinels, *producer_facts_wanted(text, config),
-        config.optional_fields,
+        config.optional_fields, text,
     )
     optional_attributes = declared_optional_attributes(statements, prepared.imports, config.payload_classes)
     prepared.optional_attributes = frozenset(optional_attributes)

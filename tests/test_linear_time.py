@@ -14,7 +14,7 @@ from collections import Counter
 import pytest
 
 from kvlint import engine
-from kvlint.binding import tree_index
+from kvlint.binding import words
 from kvlint.config import Config
 from kvlint.byte_scan import _needles
 from kvlint.engine import PreparedFile, _unsuppressed
@@ -67,7 +67,7 @@ def test_connector_callees_compile_no_pattern_per_name(count: int, monkeypatch: 
     """The old search compiled two patterns and scanned every text once per candidate."""
     compiled: list[str] = []
     real_compile = re.compile
-    monkeypatch.setattr(tree_index.re, "compile", lambda pattern, *a: compiled.append(pattern) or
+    monkeypatch.setattr(words.re, "compile", lambda pattern, *a: compiled.append(pattern) or
                         real_compile(pattern, *a))
     index = TreeIndex([])
     monkeypatch.setattr(index, "callee_candidates", lambda: [f"kv:make_{n}" for n in range(count)])
@@ -87,8 +87,8 @@ def test_the_size_cap_is_the_measured_one() -> None:
 
 def test_word_mentions_counts_the_same_for_few_names_and_many() -> None:
     text = "def make(x):\n    remake(make_1(x)) + make(x) + x.make\n# make\nmake_1 = 'make'\n"
-    few = tree_index.word_mentions(text, ["make", "make_1"])  # `str.find` per name
-    many = tree_index.word_mentions(text, ["make", "make_1", *(f"other_{n}" for n in range(20))])  # every word
+    few = words.word_mentions(text, ["make", "make_1"])  # `str.find` per name
+    many = words.word_mentions(text, ["make", "make_1", *(f"other_{n}" for n in range(20))])  # every word
     assert +few == +many == Counter({"make": 4, "make_1": 2})  # `def make` is not a mention
 
 

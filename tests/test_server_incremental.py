@@ -323,6 +323,30 @@ def test_a_new_finding_in_an_edited_function(runner: tuple[Path, Config, Project
     assert "KVC003" in {f.code for f in second.findings} and "KVC003" not in {f.code for f in first.findings}
 
 
+def test_reading_a_stored_attribute_back_in_another_method_is_a_full_analysis(tmp_path: Path) -> None:
+    """An edit inside `sample_tokens` that starts reading what `execute_model` stored on `self` changes what
+    the module declares of the attribute (no longer stored only): the KVC006 it made goes, by a full analysis."""
+    import shutil
+
+    root = tmp_path / "ws"
+    shutil.copytree(FIXTURES / "summaries" / "pp_stashed", root / "pp_stashed")
+    (root / "pyproject.toml").write_text("[tool.kvlint]\n")
+    path = root / "pp_stashed" / "runner.py"
+    config = load_config([root])
+    project = ProjectIndex(root, config)
+    project.build()
+    text = path.read_text(encoding="utf-8")
+    first = analyse_text(path.as_uri(), 1, text, path, config, project)
+    assert [f.line for f in first.findings] == [24, 54]
+    old = "        (req_ids, kv_connector_output), self.step_state = self.step_state, None\n"
+    read_back = "        kv_connector_output = kv_connector_output or self._kv_output_for_sampling\n"
+    reading = text.replace(old, old + read_back)
+    second = _step(path, config, project, first, reading)
+    assert not second.incremental and [f.line for f in second.findings] == [55]  # a line further down
+    back = _step(path, config, project, second, text)
+    assert [f.line for f in back.findings] == [24, 54]
+
+
 # ------------------------------------------------------------------ the parts
 
 

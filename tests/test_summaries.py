@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from kvlint.binding.summaries import HolderUse, ParkedReturn, PassThrough, function_summaries, is_test_module
+from kvlint.binding.summaries import (
+    HolderUse, ParkedReturn, PassThrough, SelfStore, function_summaries, is_test_module, stored_only,
+)
 from kvlint.config import Config
 from kvlint.running.runner import run
 from tests.conftest import FIXTURES
@@ -26,7 +28,8 @@ REPOSITORY = FIXTURES.parent
 def _summaries(source: str) -> list[object]:
     function = ast.parse(source).body[0]
     assert isinstance(function, ast.FunctionDef)
-    return function_summaries(function, f"m.{function.name}", lambda name: f"m.{name}", ("kv_connector_output",))
+    summaries = function_summaries(function, f"m.{function.name}", lambda name: f"m.{name}", ("kv_connector_output",))
+    return [summary for summary in summaries if not isinstance(summary, SelfStore)]  # `_stored` asks for those
 
 
 def test_the_fixture_findings_match_their_markers_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -34,7 +37,7 @@ def test_the_fixture_findings_match_their_markers_exactly(monkeypatch: pytest.Mo
     result = run([SUMMARIES.relative_to(REPOSITORY)], Config(), jobs=1)
     found = {(f.path, f.line, f.code): 1 for f in result.findings}
     assert found == dict(expected_findings(SUMMARIES))
-    assert len(found) == 3
+    assert len(found) == 5
 
 
 def test_each_file_checked_alone_reports_what_the_whole_project_does(
@@ -46,7 +49,7 @@ def test_each_file_checked_alone_reports_what_the_whole_project_does(
     (project / "pyproject.toml").write_text('[project]\nname = "pipeline"\n')
     monkeypatch.chdir(project)
     whole = run([Path(".")], Config(), jobs=1)
-    assert len(whole.findings) == 3
+    assert len(whole.findings) == 5
     for path in sorted(project.rglob("*.py")):
         relative = path.relative_to(project).as_posix()
         alone = run([Path(relative)], Config(), jobs=1)
@@ -134,9 +137,13 @@ def test_test_modules_are_no_callers(module: str, is_test: bool) -> None:
 def test_a_holder_use_round_trips_through_the_cache_format() -> None:
     from kvlint.binding.declarations import declaration_from_json
 
+    from kvlint.binding.declarations import AttributeReads
+
     for decl in (HolderUse("m.W.execute_model", "execute_model", "m.Stage", True, 12),
                  PassThrough("m.R.execute_model", "_execute_model"),
-                 ParkedReturn("m.R._execute_model", "_execute_model")):
+                 ParkedReturn("m.R._execute_model", "_execute_model"),
+                 SelfStore("m", "_pending", 2, ("m.R.execute_model", "m.R.warm_up")),
+                 AttributeReads("m.worker", ("_pending",))):
         assert declaration_from_json(decl.to_json()) == decl
 
 
@@ -181,3 +188,128 @@ def test_a_warm_hook_run_sees_the_caller_change(tmp_path: Path, monkeypatch: pyt
         "        self.pipe.send_tensor_dict(output.tensors)\n        return output.kv_connector_output and None\n",
     ))
     assert check() == ([], False)
+
+
+# ---------------------------------------------------------------- a KV output stored on `self`, read by nothing
+
+
+STASHED = SUMMARIES / "pp_stashed"
+STASHED_READ = SUMMARIES / "pp_stashed_read"
+
+
+def _stored(source: str) -> list[SelfStore]:
+    tree = ast.parse(source)
+    summaries = [summary for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
+                 for summary in function_summaries(node, f"m.R.{node.name}", lambda name: f"m.{name}",
+                                                   ("kv_connector_output",))]
+    return [summary for summary in stored_only(summaries, "m", source) if isinstance(summary, SelfStore)]
+
+
+STORE = "class R:\n    def step(self, kvo):\n        self._kept = kvo\n        return None\n"
+
+
+@pytest.mark.parametrize(("more", "stored"), [
+    ("", True),
+    ("    def again(self, kvo):\n        self._kept: KVConnectorOutput | None = kvo\n", True),  # annotated, too
+    ("    def later(self):\n        return self._kept\n", False),  # read back
+    ("    def later(self):\n        self._kept += 1\n", False),  # an augmented store reads it
+    ("    def later(self, x):\n        return x == self._kept\n", False),
+    ("    # self._kept is read by the engine\n", False),  # a comment may say where: silence
+    ("    def later(self):\n        return 'self._kept'\n", False),
+    ("    def later(self, name):\n        return getattr(self, name)\n", False),  # a computed name
+    ("    def later(self):\n        return vars(self)\n", False),
+])
+def test_an_attribute_is_stored_only_when_every_mention_of_it_in_its_module_is_a_store(
+    more: str, stored: bool
+) -> None:
+    found = _stored(STORE + more)
+    assert [(s.attribute, s.methods) for s in found] == ([("_kept", ("m.R.step",))] if stored else [])
+
+
+def test_a_stored_only_attribute_counts_its_stores_once_per_module() -> None:
+    [found] = _stored(STORE + "    def again(self, kvo):\n        self._kept = (1, kvo)\n")
+    assert found.mentions == 2 and found.methods == ("m.R.again", "m.R.step")
+
+
+def test_the_message_says_where_the_value_was_stored_and_that_nothing_reads_it(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(SUMMARIES)
+    found = run([Path("pp_stashed")], Config(), jobs=1).findings
+    assert [(f.path, f.line) for f in found] == [("pp_stashed/runner.py", 24), ("pp_stashed/runner.py", 54)]
+    assert ("it is only stored on `self._kv_output_for_sampling`, which nothing in the project reads back"
+            in found[0].message)
+    assert "only stored on `self._deferred_step`" in found[1].message  # in a tuple with the request ids
+    assert found[0].resolved[-1] == "holder class: pp_stashed.runner.StashingRunner"
+
+
+@pytest.mark.parametrize(("path", "old", "new"), [
+    ("worker.py", "            self.pipe.send_kv_output(self.model_runner._kept_kv_output)\n", "            pass\n"),
+    ("plugin_runner.py", "class PluginRunner(GPUModelRunner):", "class PluginRunner:"),
+    ("reflective.py", "getattr(self, name)", "self.__class__"),
+])
+def test_each_silent_twin_is_silent_for_its_own_reason(
+    path: str, old: str, new: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker reads the kept value back; vLLM's base class, out of sight, may; a class that reads its
+    attributes by computed names may: without that one thing, each runner is reported."""
+    project = tmp_path / "project"
+    shutil.copytree(STASHED_READ, project / "pp_stashed_read")
+    (project / "pyproject.toml").write_text('[project]\nname = "pipeline"\n')
+    monkeypatch.chdir(project)
+    assert run([Path(".")], Config(), jobs=1).findings == []
+    edited = project / "pp_stashed_read" / path
+    assert old in edited.read_text()
+    edited.write_text(edited.read_text().replace(old, new))
+    reported = {f.path for f in run([Path(".")], Config(), jobs=1).findings}
+    assert reported == {f"pp_stashed_read/{'runner.py' if path == 'worker.py' else path}"}
+
+
+def test_a_module_read_from_the_search_path_that_names_the_attribute_may_read_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plugin's runner built on a base class the search path holds: the base that reads the attribute keeps
+    the stored value; one that never names it leaves the store a drop."""
+    plugin, platform = tmp_path / "plugin", tmp_path / "platform"
+    shutil.copytree(STASHED_READ, plugin / "pp_stashed_read")
+    (plugin / "pyproject.toml").write_text('[project]\nname = "plugin"\n')
+    base = platform / "vllm" / "v1" / "worker"
+    base.mkdir(parents=True)
+    for package in (platform / "vllm", platform / "vllm" / "v1", base):
+        (package / "__init__.py").write_text("")
+    monkeypatch.chdir(plugin)
+    config = Config(search_path=(str(platform),))
+    for reads, reported in ((False, True), (True, False)):
+        (base / "gpu_model_runner.py").write_text(
+            "from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT\n\n\nclass GPUModelRunner:\n"
+            "    def sample_tokens(self, grammar_output):\n"
+            + ("        return self._plugin_kv_output\n" if reads else "        return EMPTY_MODEL_RUNNER_OUTPUT\n"))
+        found = {f.path for f in run([Path("pp_stashed_read/plugin_runner.py")], config, jobs=1).findings}
+        assert found == ({"pp_stashed_read/plugin_runner.py"} if reported else set()), reads
+
+
+def test_a_warm_run_sees_a_skipped_file_start_reading_the_stored_attribute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file the byte scan skips (it names no configured name) that reads the attribute back keeps the value:
+    a cached run of the whole tree, and one of the runner alone, follow it."""
+    from kvlint.running import run_record
+
+    monkeypatch.setattr(run_record, "RACY_NS", 0)
+    project = tmp_path / "project"
+    shutil.copytree(STASHED, project / "pp_stashed")
+    (project / "pyproject.toml").write_text('[project]\nname = "pipeline"\n')
+    monkeypatch.chdir(project)
+    reader = project / "pp_stashed" / "drain.py"
+    reader.write_text("def drain(runner):\n    return None\n")
+
+    def lines(paths: list[str]) -> list[int]:
+        result = run([Path(p) for p in paths], Config(), jobs=1, cache_dir=tmp_path / "cache")
+        return [f.line for f in result.findings]
+
+    for paths in (["."], ["pp_stashed/runner.py"]):
+        assert lines(paths) == [24, 54]
+        assert lines(paths) == [24, 54]  # a replay
+    reader.write_text("def drain(runner):\n    return runner._kv_output_for_sampling\n")
+    for paths in (["."], ["pp_stashed/runner.py"]):
+        assert lines(paths) == [54]

@@ -18,7 +18,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kvlint.binding.names import ImportTable, ast_dotted_name, child_statements, matches, walk_statements
-from kvlint.binding.summaries import HolderUse, ParkedReturn, PassThrough, function_summaries
+from kvlint.binding.summaries import (
+    HolderUse, ParkedReturn, PassThrough, SelfStore, Summary, function_summaries, stored_only,
+)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -155,6 +157,18 @@ class Mentions:
 
 
 @dataclass(frozen=True)
+class AttributeReads:
+    """The stored-only attributes of the run's files (`SelfStore`) that a project file beyond the run names:
+    there they may be read back (the pre-commit hook's view of the rest of the project)."""
+
+    module: str
+    names: tuple[str, ...]
+
+    def to_json(self) -> list[object]:
+        return ["a", self.module, list(self.names)]
+
+
+@dataclass(frozen=True)
 class ModuleDecl:
     """A module of the run and the modules its imports name (`a.b` for `import a.b`, `a.b.C` for
     `from a.b import C`: the binder finds which of them is a module)."""
@@ -186,7 +200,7 @@ class GlobalDecl:
 
 
 Declaration = (FunctionDecl | ClassDecl | GlobalDecl | PathCalls | ModuleDecl | HolderUse | PassThrough | ParkedReturn
-               | Mentions)
+               | SelfStore | Mentions | AttributeReads)
 
 
 def declaration_from_json(data: list[object]) -> Declaration:
@@ -204,6 +218,11 @@ def declaration_from_json(data: list[object]) -> Declaration:
         return PassThrough.from_json(data)
     if tag == "r":
         return ParkedReturn.from_json(data)
+    if tag == "s":
+        return SelfStore.from_json(data)
+    if tag == "a":
+        _, module, names = data
+        return AttributeReads(str(module), tuple(map(str, names)))  # type: ignore[call-overload]
     if tag == "m":
         _, module, imports, aliases, called, outside, stars, exports = data
         return ModuleDecl(str(module), tuple(map(str, imports)),  # type: ignore[call-overload]
@@ -549,12 +568,13 @@ def _is_sentinel(node: ast.expr, resolve: Resolver, sentinels: tuple[str, ...]) 
 def module_declarations(
     tree: ast.Module, module_name: str, imports: ImportTable, empty_sentinels: Iterable[str] = (),
     output_classes: Iterable[str] = (), path_names: Iterable[tuple[str, tuple[str, ...], tuple[str, ...]]] = (),
-    optional_fields: Iterable[str] = (),
+    optional_fields: Iterable[str] = (), text: str = "",
 ) -> list[Declaration]:
     """Every declaration of one module, in a stable order. Empty `output_classes` (the module names no
     output class nor sentinel) skips looking for producers; `path_names`, each invariant's name with the
     guards and contexts of it the module mentions, says whose connector paths to count calls on (as
-    `invariant:name`)."""
+    `invariant:name`). `text`, the module's source, says which attributes of `self` it only ever stores
+    (`SelfStore`); without it none is declared."""
     resolve = _local_resolver(tree, module_name, imports)
     fields = tuple(optional_fields)
     sentinels = tuple(empty_sentinels)
@@ -568,6 +588,7 @@ def module_declarations(
             type_ = type_of_annotation(statement.annotation, resolve)
             if type_ is not None and type_.kind in ("class", "list", "dict"):
                 found.append(GlobalDecl(_join(module_name, statement.target.id), type_))
+    summaries: list[Summary] = []
     stack: list[tuple[ast.AST, str]] = [(tree, module_name)]
     while stack:
         node, prefix = stack.pop()
@@ -580,7 +601,7 @@ def module_declarations(
                                           isinstance(child, ast.AsyncFunctionDef),
                                           _annotated_classes(child.returns, resolve), _tuple_returns(child, fields)))
                 if fields:
-                    found.extend(function_summaries(child, qualname, resolve, fields))
+                    summaries.extend(function_summaries(child, qualname, resolve, fields))
                 stack.append((child, f"{qualname}.<locals>"))
             elif isinstance(child, ast.ClassDef):
                 qualname = _join(prefix, child.name)
@@ -588,11 +609,13 @@ def module_declarations(
                 stack.append((child, qualname))
             else:
                 stack.append((child, prefix))
+    found.extend(stored_only(summaries, module_name, text) if text
+                 else [s for s in summaries if not isinstance(s, SelfStore)])
     counts = PathCallCounter(resolve, [entry for entry in path_names if entry[1] or entry[2]]).count(tree)
     if counts:
         found.append(PathCalls(module_name, tuple(sorted(counts.items()))))
     return sorted(found, key=lambda d: (type(d).__name__, getattr(d, "qualname", getattr(d, "module", "")),
-                                        repr(d) if isinstance(d, (HolderUse, PassThrough)) else ""))
+                                        repr(d) if isinstance(d, (HolderUse, PassThrough, SelfStore)) else ""))
 
 
 def declared_exports(tree: ast.Module) -> tuple[str, ...] | None:

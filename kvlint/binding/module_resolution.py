@@ -37,12 +37,12 @@ from kvlint.binding.search_path import (  # re-exported: where they were first
     top_package_root,
 )
 from kvlint.binding.declarations import (
-    ClassDecl, Declaration, FunctionDecl, Mentions, ModuleDecl, PathCalls, declared_exports, module_declarations,
-    producer_facts_wanted,
+    AttributeReads, ClassDecl, Declaration, FunctionDecl, Mentions, ModuleDecl, PathCalls, declared_exports,
+    module_declarations, producer_facts_wanted,
 )
 from kvlint.binding.names import ImportTable, matches, walk_statements
-from kvlint.binding.summaries import HolderUse, ParkedReturn, PassThrough
-from kvlint.binding.tree_index import defined_names, word_mentions
+from kvlint.binding.summaries import HolderUse, ParkedReturn, PassThrough, SelfStore
+from kvlint.binding.words import defined_names, word_count, word_mentions
 from kvlint.byte_scan import mentions_any
 from kvlint.source import SourceError, decode_source, module_name_for, parse_source
 
@@ -240,8 +240,14 @@ def imported_declarations_for(
         return []
     search = search if search is not None else run_search_path(config, paths)  # a caller's, to ask what it read
 
+    stored = sorted({decl.attribute for decl in declarations if isinstance(decl, SelfStore)})
+    reads: list[Declaration] = []  # a module read for its declarations may read a stored-only attribute
+
     def declare(data: bytes, module: str, is_package: bool) -> list[Declaration]:
         """A module's declarations, from the result cache when it has them (keyed by the bytes read)."""
+        named = tuple(name for name in stored if name.encode() in data)
+        if named:
+            reads.append(AttributeReads(module, named))
         if store is None:
             return declarations_of(data, module, is_package, config)
         key = store.file_key("<imported>", module, is_package, data)
@@ -254,8 +260,8 @@ def imported_declarations_for(
 
     found = imported_declarations(importers, search, {decl.module for decl in importers}, config.names(), declare)
     project = ProjectBeyondRun(config, paths if covered is None else covered, search)
-    return (found + caller_declarations(declarations, config, paths, search, project)
-            + callee_declarations(declarations, config, project))
+    return (found + reads + caller_declarations(declarations, config, paths, search, project)
+            + callee_declarations(declarations, config, project) + attribute_reads(declarations, project))
 
 
 class ProjectBeyondRun:
@@ -412,6 +418,32 @@ def callee_declarations(
         definitions = tuple(sorted(defined_names(text, named).items()))
         if called or definitions:
             found.append(Mentions(module, tuple((name, words[name]) for name in called), definitions))
+    return found
+
+
+def attribute_reads(declarations: Sequence[Declaration], project: ProjectBeyondRun) -> list[Declaration]:
+    """Which of the attributes the run's files only ever store (`SelfStore`) each project file beyond the run
+    names, as a word, anywhere: a KV output parked there may be read back in it. Any mention counts, a store
+    too (silence over a guess). Empty when the run stores none, or holds the whole project."""
+    wanted = sorted({decl.attribute for decl in declarations if isinstance(decl, SelfStore)})
+    if not wanted:
+        return []
+    analysed = {decl.module for decl in declarations if isinstance(decl, ModuleDecl)}
+    found: list[Declaration] = []
+    for path, data in project.files():
+        named = [name for name in wanted if name.encode() in data]
+        if not named:
+            continue
+        module, _ = module_name_for(path)
+        if module in analysed:
+            continue  # two files of one module name: the run's own is the one it knows
+        try:
+            text = decode_source(data)
+        except SourceError:
+            text = data.decode("latin-1")  # undecodable: its words still count
+        words = word_count(text, named)
+        if any(words[name] for name in named):
+            found.append(AttributeReads(module, tuple(name for name in named if words[name])))
     return found
 
 

@@ -18,7 +18,8 @@ method on it, reads the parked field, rebinds it) keeps it: silence over a guess
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from kvlint.binding.names import ast_dotted_name, child_statements
@@ -83,7 +84,28 @@ class ParkedReturn:
         return cls(str(qualname), str(name))
 
 
-Summary = HolderUse | PassThrough | ParkedReturn
+@dataclass(frozen=True)
+class SelfStore:
+    """The `methods` of `module` store a local name on `self.attribute` (`self._pending = kvo`, or in a tuple),
+    and each of the `mentions` of the attribute's name in the module is such a store: unless another file
+    of the project names it, nothing reads the value back (`TreeIndex.settle_unread_attributes`), and a KV
+    output parked there is lost (KVC006)."""
+
+    module: str
+    attribute: str
+    mentions: int
+    methods: tuple[str, ...]
+
+    def to_json(self) -> list[object]:
+        return ["s", self.module, self.attribute, self.mentions, list(self.methods)]
+
+    @classmethod
+    def from_json(cls, data: list[object]) -> SelfStore:
+        _, module, attribute, mentions, methods = data
+        return cls(str(module), str(attribute), int(mentions), tuple(map(str, methods)))  # type: ignore[call-overload]
+
+
+Summary = HolderUse | PassThrough | ParkedReturn | SelfStore
 
 
 def function_summaries(
@@ -91,12 +113,15 @@ def function_summaries(
     fields: tuple[str, ...],
 ) -> list[Summary]:
     """Every use of a holder in the function's own body (nested functions are their own callers), the calls
-    whose result it returns as it is, and whether it returns a holder it parked an optional field on."""
+    whose result it returns as it is, whether it returns a holder it parked an optional field on, and the
+    attributes of `self` it stores a local name on (to be counted in the module: `stored_only`)."""
     parameters = {arg.arg for arg in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
     called: dict[str, set[str]] = {}  # name -> the methods it is bound from
     tested: set[str] = set()  # the names an `assert` or `if` tests with `isinstance`
     parked: set[str] = set()  # the local names an optional field is set on
     returned: set[str] = set()  # the names it returns
+    stored: set[str] = set()  # the attributes of `self` it stores a local name on
+    receiver = function.args.args[0].arg if function.args.args else ""
     for node in _own_nodes(function.body):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             method = _called_name(node.value)
@@ -106,6 +131,9 @@ def function_summaries(
             target = node.targets[0]
             if target.attr in fields and isinstance(target.value, ast.Name) and target.value.id not in ("self", "cls"):
                 parked.add(target.value.id)
+            elif (receiver == "self" and isinstance(target.value, ast.Name) and target.value.id == "self"
+                  and _names_a_local(node.value)):
+                stored.add(target.attr)
         elif isinstance(node, ast.Return) and isinstance(node.value, ast.Name):
             returned.add(node.value.id)
         elif isinstance(node, (ast.Assert, ast.If)) and isinstance(node.test, ast.Call) and node.test.args:
@@ -113,6 +141,7 @@ def function_summaries(
             if isinstance(subject, ast.Name):
                 tested.add(subject.id)
     found: list[Summary] = [ParkedReturn(qualname, function.name)] if parked & returned else []
+    found.extend(SelfStore("", attribute, 0, (qualname,)) for attribute in sorted(stored))
     for name, methods in called.items():
         if name in parameters:
             continue
@@ -128,6 +157,65 @@ def function_summaries(
                 for method in sorted(methods)
             )
     return found
+
+
+def _names_a_local(value: ast.expr) -> bool:
+    """`kvo`, or a tuple with a name in it (`(list(req_ids), kvo)`): how a KV output is stored on `self` (the
+    flow analysis says whether one is; a call or an attribute stored is something else)."""
+    return isinstance(value, ast.Name) or (isinstance(value, ast.Tuple)
+                                           and any(isinstance(element, ast.Name) for element in value.elts))
+
+
+# after `.name`: `= ...` (not `==`; `+=` reads it), or an annotation and `=` (`self.name: T = ...`)
+_STORE = re.compile(r"[ \t]*=(?!=)")
+_ANNOTATED = re.compile(r"[ \t]*:[^=\n]*=(?!=)")
+_WORD_CHAR = re.compile(r"\w")
+# how a module reads attributes by a computed name: then any of them may be read
+DYNAMIC_ACCESS = ("getattr(", "__dict__", "vars(", "__getstate__", "__reduce", "asdict(", "astuple(", "inspect.")
+
+
+def stored_only(summaries: list[Summary], module: str, text: str) -> list[Summary]:
+    """The module's summaries, with its methods' `SelfStore`s made one per attribute that is stored only in
+    the text (`only_stored_in`), with the count of those stores; the others dropped."""
+    methods: dict[str, list[str]] = {}
+    for summary in summaries:
+        if isinstance(summary, SelfStore):
+            methods.setdefault(summary.attribute, []).extend(summary.methods)
+    kept: list[Summary] = [summary for summary in summaries if not isinstance(summary, SelfStore)]
+    for name, stores in sorted(only_stored_in(text, methods).items()):
+        kept.append(SelfStore(module, name, stores, tuple(sorted(methods[name]))))
+    return kept
+
+
+def only_stored_in(text: str, names: Iterable[str]) -> dict[str, int]:
+    """Those of `names` every mention of which in the text is a store on an attribute of that name
+    (`x.name = ...`, `self.name: T = ...`), with that count; none where the text reads attributes by a
+    computed name (`getattr(`, `vars(`, `__dict__`...), which may read any. Mentions are words of the text
+    (comments and strings count: silence over a guess)."""
+    wanted = set(names)
+    if not wanted or any(spelling in text for spelling in DYNAMIC_ACCESS):
+        return {}
+    found = {name: _stores(text, name) for name in wanted}
+    return {name: count for name, count in found.items() if count}
+
+
+def _stores(text: str, name: str) -> int:
+    """How many stores on an attribute `name` the text makes, where each mention of the word is one; else 0.
+    A `str.find` per mention, ended by the first mention that is not a store (most names are read early)."""
+    stores = 0
+    position = text.find(name)
+    while position >= 0:
+        end = position + len(name)
+        if (position and _WORD_CHAR.match(text, position - 1)) or _WORD_CHAR.match(text, end):
+            position = text.find(name, end)
+            continue  # part of a longer word
+        line = text.rfind("\n", 0, position) + 1
+        if not (text[position - 1 : position] == "." and (_STORE.match(text, end) or (
+                _ANNOTATED.match(text, end) and text[line:position].strip(" \t") == "self."))):
+            return 0
+        stores += 1
+        position = text.find(name, end)
+    return stores
 
 
 def _only_returned(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str, bindings: int) -> bool:

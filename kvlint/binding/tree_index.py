@@ -12,17 +12,17 @@ It also knows which producers are only ever called on a connector path.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from itertools import chain
 
 from kvlint.byte_scan import mentions_any
 from kvlint.binding.declarations import (
-    ClassDecl, Declaration, FunctionDecl, GlobalDecl, Mentions, ModuleDecl, PathCalls, TypeRef,
+    AttributeReads, ClassDecl, Declaration, FunctionDecl, GlobalDecl, Mentions, ModuleDecl, PathCalls, TypeRef,
 )
 from kvlint.binding.names import matches
-from kvlint.binding.summaries import HolderUse, PassThrough
+from kvlint.binding.summaries import HolderUse, PassThrough, SelfStore
+from kvlint.binding.words import word_count, word_mentions
 
 # Functions every Python program knows never return (a path that calls one ends there).
 KNOWN_NO_RETURN = (
@@ -32,10 +32,6 @@ KNOWN_NO_RETURN = (
 )
 MAX_BASE_DEPTH = 12
 _IMPLICIT_BASES = ("object", "typing.Generic", "typing.Protocol", "typing.NamedTuple", "abc.ABC", "enum.Enum")
-_WORD = re.compile(r"\w+")  # a name's mentions: the words equal to it (`\bname\b`)
-_WORD_CHAR = re.compile(r"\w")
-_FEW_NAMES = 8  # up to this many names, a `str.find` per name; more, one pass over every word of the text
-_DEFINITION = re.compile(r"\bdef\s+(\w+)")
 
 
 def returns_optional_payload(decl: FunctionDecl, payload_classes: tuple[str, ...]) -> bool:
@@ -82,6 +78,11 @@ class TreeIndex:
         self._pass_throughs: dict[str, list[str]] = {}  # by the called name: the functions returning its result
         # how the project's files beyond the run name the run's producers (the hook's view: `Mentions`)
         self._project_mentions: list[Mentions] = []
+        # attributes of `self` a method stores a local name on, with the stores each file makes of them, where
+        # they are all that file says of them (`SelfStore`); those nothing reads back (`settle_unread_attributes`)
+        self.stored_attributes: dict[str, int] = {}
+        self.unread_attributes: frozenset[str] = frozenset()
+        self._attribute_reads: list[AttributeReads] = []  # what the project beyond the run names of them
         classes_by_name: dict[str, list[ClassDecl]] = {}
         ambiguous: set[str] = set()  # two files of one module name (scripts without packages): trust neither
         for decl in declarations:
@@ -104,6 +105,10 @@ class TreeIndex:
                 self._pass_throughs.setdefault(decl.method, []).append(decl.caller)
             elif isinstance(decl, Mentions):
                 self._project_mentions.append(decl)
+            elif isinstance(decl, SelfStore):
+                self.stored_attributes[decl.attribute] = self.stored_attributes.get(decl.attribute, 0) + decl.mentions
+            elif isinstance(decl, AttributeReads):
+                self._attribute_reads.append(decl)
             elif isinstance(decl, ModuleDecl):
                 if self.modules.setdefault(decl.module, decl.imports) != decl.imports:
                     self.modules[decl.module] = tuple(sorted({*self.modules[decl.module], *decl.imports}))
@@ -174,6 +179,7 @@ class TreeIndex:
             sorted(use.to_json() for uses in self._holder_uses.values() for use in uses),
             sorted((method, sorted(callers)) for method, callers in self._pass_throughs.items()),
             sorted(decl.to_json() for decl in self._project_mentions),
+            sorted(self.unread_attributes),  # what the flow analysis asks of the stored-only attributes
         ]
 
     def callee_candidates(self) -> list[str]:
@@ -196,6 +202,11 @@ class TreeIndex:
     def callee_names(self) -> tuple[str, ...]:
         """The names of the callee candidates, as a text mentions them."""
         return tuple(sorted({key.partition(":")[2].lstrip(".") for key in self.callee_candidates()}))
+
+    def counted_names(self) -> tuple[str, ...]:
+        """The names whose mentions in a file's text decide the index beyond its declarations: the callee
+        candidates' (`path_only_callees`) and the stored-only attributes' (`only_stored_attributes`)."""
+        return (*self.callee_names(), *sorted(self.stored_attributes))
 
     def path_only_callees(self, relevant_texts: Sequence[str]) -> dict[str, tuple[str, ...]]:
         """The candidates every mention of which in the relevant texts is a counted call: `.name` or `name`
@@ -224,6 +235,24 @@ class TreeIndex:
             call: invariants for call, invariants in path_only.items()
             if call.lstrip(".") not in named_elsewhere and call.lstrip(".") not in named
         }
+
+    def only_stored_attributes(self, relevant_texts: Sequence[str]) -> frozenset[str]:
+        """The stored-only attributes (`SelfStore`) no relevant text names but for those stores (their words
+        over the texts add up to the stores the storing modules counted) and no project file beyond the run
+        names. Each is read nowhere unless a file the byte scan skipped names it (`settle_unread_attributes`)."""
+        wanted = set(self.stored_attributes)
+        if not wanted:
+            return frozenset()
+        counts: Counter[str] = Counter()
+        for text in relevant_texts:
+            if mentions_any(text, wanted):
+                counts.update(word_count(text, wanted))
+        named = {name for reads in self._attribute_reads for name in reads.names}
+        return frozenset(name for name in wanted if counts[name] == self.stored_attributes[name] and name not in named)
+
+    def settle_unread_attributes(self, only_stored: Collection[str], named_elsewhere: Collection[str]) -> None:
+        """Keep those of `only_stored_attributes` that no file the byte scan skipped names."""
+        self.unread_attributes = frozenset(name for name in only_stored if name not in named_elsewhere)
 
     # ------------------------------------------------------------ functions
 
@@ -444,6 +473,19 @@ class TreeIndex:
                     return None
         return False
 
+    def bases_in_sight(self, class_name: str) -> bool:
+        """Whether the tree declares the class and each of its bases (but `object` and the like): what could
+        read an attribute of it by inheritance was read too."""
+        classes = self.mro(class_name)
+        known = {decl.qualname for decl in classes}
+        for decl in classes:
+            module = self.module_of(decl.qualname)
+            for base in decl.bases:
+                if not matches(base, _IMPLICIT_BASES) and getattr(self.class_named(base, module), "qualname",
+                                                                  None) not in known:
+                    return False
+        return bool(classes)
+
     def method(self, class_name: str, name: str) -> FunctionDecl | None:
         """The declaration of a method, from the nearest class that defines it."""
         for decl in self.mro(class_name):
@@ -496,30 +538,3 @@ class TreeIndex:
     def global_type(self, qualname: str) -> TypeRef | None:
         found = self.globals.get(qualname)
         return found if found is not None or not self._aliases else self.globals.get(self.canonical(qualname))
-
-
-def word_mentions(text: str, names: Iterable[str]) -> Counter[str]:
-    """How often each name is a word of the text (`\bname\b`), less its definitions (`def name`).
-
-    A few names are found with `str.find` each (a 7,000-line file in a millisecond); many, with one pass
-    over every word of the text, so that the cost never grows with the number of names times the text."""
-    wanted = set(names)
-    counts: Counter[str] = Counter()
-    if len(wanted) > _FEW_NAMES:
-        counts.update(word for word in _WORD.findall(text) if word in wanted)
-    else:
-        for name in wanted:
-            position = text.find(name)
-            while position >= 0:
-                end = position + len(name)
-                if not (position and _WORD_CHAR.match(text, position - 1)) and not _WORD_CHAR.match(text, end):
-                    counts[name] += 1
-                position = text.find(name, end)
-    counts.subtract(name for name in _DEFINITION.findall(text) if name in wanted)
-    return counts
-
-
-def defined_names(text: str, names: Iterable[str]) -> Counter[str]:
-    """How often the text defines a function or method of each name (`def name`, what `word_mentions` leaves out)."""
-    wanted = set(names)
-    return Counter(name for name in _DEFINITION.findall(text) if name in wanted)

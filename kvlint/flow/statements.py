@@ -236,7 +236,8 @@ class Statements:
     def _stmt_Assign(self, node: ast.Assign, state: NullnessState) -> NullnessState:
         value = self.expressions.eval(node.value, state)
         targets = list(node.targets)
-        if not self._park(node, state):
+        on_self = self._stored_unread(node, state)
+        if not on_self and not self._park(node, state):
             # merged into, stored in or aliased by the targets: not dropped
             self.expressions.hand_on([node.value], state)
         if len(targets) == 1 and isinstance(targets[0], ast.Name):
@@ -245,7 +246,30 @@ class Statements:
                 value = dataclasses.replace(FRESH, condition=condition)
         for target in targets:
             self.assign(target, value, state, node.value)
+        for name in on_self:  # after the store, which would take a park on its own key back
+            key = ref_key(targets[0]) or ""
+            state.values[name] = dataclasses.replace(state.values[name], handed_on=True, parked_on=key)
+            self.context.parks[(self.context.scope.qualname, key, name)] = node
         return state
+
+    def _stored_unread(self, node: ast.Assign, state: NullnessState) -> list[str]:
+        """`self._pending = kvo` (or a tuple of names holding it), where nothing in the project reads
+        `_pending` back (`TreeIndex.unread_attributes`) and the class's bases are all in sight: the KV values
+        not yet handed on that it stores (the caller parks them there: a return that drops them is KVC006).
+        [] where anything else is stored too (an output, a value of either invariant): it is handed on."""
+        target = node.targets[0] if len(node.targets) == 1 else None
+        context = self.context
+        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                and target.value.id == "self" and target.attr in context.index.unread_attributes
+                and context.scope.class_name and context.index.bases_in_sight(context.scope.class_name)):
+            return []
+        elements = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+        names = [element.id for element in elements if isinstance(element, ast.Name)]
+        values = [state.values.get(name, UNTRACKED) for name in names]
+        if any(value.output_sites or (value.kv_source and not value.invariant) for value in values):
+            return []
+        return [name for name, value in zip(names, values)
+                if value.kv_source and not value.handed_on and value.connector_output]
 
     def _park(self, node: ast.Assign, state: NullnessState) -> bool:
         """`hidden_states.kv_connector_output = kvo`: a KV value not yet handed on is parked on a local holder
@@ -390,8 +414,8 @@ class Statements:
         dropped = sorted(
             (key, held) for key, held in state.values.items()
             if "." not in key and "[" not in key and held.kv_source and held.connector_output
-            and not held.handed_on and not held.held_by and held.nullness in (Nullness.MAYBE_NONE, Nullness.NOT_NONE)
-            and not self.known_empty(key, held, state)
+            and (not held.handed_on or held.parked_on.startswith("self.")) and not held.held_by
+            and held.nullness in (Nullness.MAYBE_NONE, Nullness.NOT_NONE) and not self.known_empty(key, held, state)
         )
         reported: set[str] = set()
         for key, held in dropped:
@@ -405,6 +429,7 @@ class Statements:
                 continue  # what it returns carries this invariant's output
             if state.connector_path_reason(invariant) and (empty or bare):
                 continue  # KVC002 reports this return, or KVC003 the construction
+            stored = held.parked_on  # `self._pending`, which nothing reads back
             self.recorder.record(
                 SiteKind.KV_DROPPED,
                 node,
@@ -412,7 +437,9 @@ class Statements:
                 operand=key,
                 origin=held.origin,
                 expression=f"return {self.context.source.code(node.value)}" if node.value is not None else "return",
-                resolved=value_names(held),
+                parked_on=stored,
+                parked_class=self.context.scope.class_name.rpartition(".")[2] if stored else "",
+                resolved=(*value_names(held), *((f"holder class: {self.context.scope.class_name}",) if stored else ())),
                 state=state,
             )
 

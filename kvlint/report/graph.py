@@ -178,7 +178,12 @@ def connector_graph(report: AuditReport, tests: str = "fold") -> ConnectorGraph:
             continue  # an alias is followed to its return or mutation
         add(producers, u.invariant, u.position, u.function, label)
     for d in report.dropped_kv_outputs:
-        label = "parks it on a holder no caller reads" if d.parked_on else "drops the connector output it holds"
+        if d.dropped_by:
+            label = "parks it on a holder no caller reads"
+        elif d.parked_on:
+            label = f"stores it on {d.parked_on.partition(' ')[0]}, which nothing reads"
+        else:
+            label = "drops the connector output it holds"
         add(producers, d.invariant, d.position, d.function, label)
     for w in report.connector_output_writes:
         label = "attaches a maybe-None value" if w.may_be_none else "attaches a connector output"

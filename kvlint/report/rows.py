@@ -65,8 +65,12 @@ def _rows(report: AuditReport) -> list[_Row]:
         rows.append(_Row(u.position.path, u.position.line, u.position.column, f"{tag(u.invariant)}sentinel {u.use}",
                          u.function, _path_text(u.on_connector_path, u.path_reason), detail, concern, u.invariant))
     for d in report.dropped_kv_outputs:
-        lost = (f"`{d.operand}` parked on {d.parked_on}, which no caller reads: {', '.join(d.dropped_by)} drop it"
-                if d.parked_on else f"`{d.operand}` not handed on")
+        if d.dropped_by:
+            lost = f"`{d.operand}` parked on {d.parked_on}, which no caller reads: {', '.join(d.dropped_by)} drop it"
+        elif d.parked_on:  # on an attribute of `self`
+            lost = f"`{d.operand}` only stored on {d.parked_on}, which nothing in the project reads back"
+        else:
+            lost = f"`{d.operand}` not handed on"
         rows.append(_Row(d.position.path, d.position.line, d.position.column,
                          f"{tag(d.invariant)}connector output dropped", d.function,
                          _path_text(d.on_connector_path, ""), f"{d.expression}: {lost}", True, d.invariant))

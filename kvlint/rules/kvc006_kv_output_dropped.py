@@ -19,6 +19,13 @@ def check(site: Site) -> str | None:
     origin = f" (read from {site.origin})" if site.origin and site.origin != f"`{site.operand}`" else ""
     kv = site.invariant in ("", "kv")
     what = "finished KV transfers" if kv else f"what the `{site.invariant}` connector finished"
+    if site.parked_on.startswith("self."):
+        return (
+            f"`{site.expression}` drops `{site.operand}`{origin}, which may carry {what}: it is only stored on "
+            f"`{site.parked_on}`, which nothing in the project reads back; attach it to the output "
+            f"(`{site.field or 'kv_connector_output'}={site.operand}`) or read `{site.parked_on}` where the "
+            "step's output is built"
+        )
     if site.parked_on:
         field = site.field or "kv_connector_output"
         callers = ", ".join(site.dropped_by)
@@ -44,7 +51,7 @@ def fix(site: Site, context: FixContext) -> Fix:
     from kvlint.binding.names import matches
     from kvlint.rules.attaching import keyword_edit, return_with_output, the_candidate
 
-    if site.parked_on:
+    if site.parked_on and not site.parked_on.startswith("self."):
         raise NoFix("the output is lost in a caller: where it should go back is a design choice")
     value = the_candidate(site)
     if value != site.operand:
@@ -98,6 +105,10 @@ RULE = Rule(
         "optional context, a call declared `-> KVConnectorOutput | None`, or `KVConnectorOutput(...)`) that may "
         "be non-None and that it has not yet attached, stored, passed to a call or yielded. Where the flow shows "
         "the KV output is None or empty, or the same return is already KVC002 or KVC003, it stays silent."
+        " A value stored on `self` (alone or in a tuple) counts as handed on unless nothing can read it back: "
+        "every mention of the attribute in the project is a store, the class's bases are in sight, and no "
+        "module reads attributes by computed names; the message then names the attribute. A value parked on "
+        "a returned holder is lost when every caller that tests the holder's class drops it."
         " Checked for every invariant in one pass: the KV connector's `kv_connector_output` and the encoder-cache "
         "connector's `ec_connector_output` by default, each with its own names; the message names the field."
     ),

@@ -668,11 +668,12 @@ class IndexBuild:
 
     From the relevant files' declarations alone comes a provisional index: what a
     skipped file can change in it is only that a method name is also defined there
-    (so it is not Optional-only) or that a skipped file names a function the
-    relevant files call only on connector paths (so it is not a connector callee).
-    `scan_skipped` reads the skipped files for those two questions and for the
-    callers of what the index declares Optional, one pass over their bytes in steps;
-    `final` says whether the index they give differs from the provisional one.
+    (so it is not Optional-only), that a skipped file names a function the
+    relevant files call only on connector paths (so it is not a connector callee),
+    or that it names an attribute the relevant files only ever store (so something
+    may read it back). `scan_skipped` reads the skipped files for those questions and
+    for the callers of what the index declares Optional, one pass over their bytes in
+    steps; `final` says whether the index they give differs from the provisional one.
     """
 
     _STEP_BYTES = 1 << 20  # the scan hands control back after about this many bytes (about 0.3 ms)
@@ -685,12 +686,14 @@ class IndexBuild:
         each skipped file's facts in `facts`, in full, for the next record."""
         self.entries, self.skipped, self.config = entries, skipped, config
         self.provisional = TreeIndex(entries, payload_classes=config.payload_classes)
-        if self.provisional.callee_candidates():
+        self.path_only: dict[str, tuple[str, ...]] = {}
+        self.only_stored: frozenset[str] = frozenset()
+        if self.provisional.callee_candidates() or self.provisional.stored_attributes:
             texts = relevant_texts() if callable(relevant_texts) else relevant_texts
-            self.path_only = self.provisional.path_only_callees(texts)
-        else:
-            self.path_only = {}
+            self.path_only = self.provisional.path_only_callees(texts) if self.provisional.callee_candidates() else {}
+            self.only_stored = self.provisional.only_stored_attributes(texts)
         self.provisional.settle_connector_callees(self.path_only, ())  # as if no skipped file named one
+        self.provisional.settle_unread_attributes(self.only_stored, ())  # nor one of these
         self.callers: list[tuple[SourceFile, bytes]] = []
         self.named_elsewhere: set[str] = set()
         self.recorded, self.keep_facts = recorded, keep_facts
@@ -701,7 +704,8 @@ class IndexBuild:
     def scan_skipped(self) -> Iterator[None]:
         """Read the skipped files for callers and for the path-only callees' names, yielding between steps."""
         wanted = self.wanted = caller_names(self.provisional, self.config)
-        unseen = sorted({call.lstrip(".").encode() for call in self.path_only})
+        unseen = sorted({call.lstrip(".").encode() for call in self.path_only}
+                        | {name.encode() for name in self.only_stored})
         self.unseen_asked = [name.decode() for name in unseen]
         keep = self.keep_facts  # each file's facts in full, for the record
         answered = (self.recorded is not None and list(wanted) == self.recorded[0]
@@ -746,8 +750,10 @@ class IndexBuild:
             return self.provisional, False
         index = TreeIndex(self.entries, elsewhere, self.config.payload_classes)
         index.settle_connector_callees(self.path_only, self.named_elsewhere)
+        index.settle_unread_attributes(self.only_stored, self.named_elsewhere)
         changed = (index.optional_method_names != self.provisional.optional_method_names
-                   or index.connector_callees != self.provisional.connector_callees)
+                   or index.connector_callees != self.provisional.connector_callees
+                   or index.unread_attributes != self.provisional.unread_attributes)
         return (index if changed else self.provisional), changed
 
 

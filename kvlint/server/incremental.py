@@ -27,13 +27,15 @@ import io
 import re
 import tokenize
 import warnings
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kvlint.binding.declarations import ClassDecl, module_declarations, producer_facts_wanted
 from kvlint.binding.names import first_line, walk_statements
-from kvlint.binding.summaries import HolderUse
-from kvlint.binding.tree_index import TreeIndex, word_mentions
+from kvlint.binding.summaries import DYNAMIC_ACCESS, HolderUse, only_stored_in
+from kvlint.binding.tree_index import TreeIndex
+from kvlint.binding.words import word_mentions
 from kvlint.byte_scan import mentions_any
 from kvlint.config import Config
 from kvlint.findings import Finding
@@ -51,6 +53,7 @@ from kvlint.sites import Site, Span
 Markers = dict[Span, tuple[str, tuple[str, ...], str]]
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _CLASS_LINE = re.compile(r"[ \t]*class[ \t]+(\w+)")
+_WORD = re.compile(r"\w+")
 _LAYOUT = (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER, tokenize.NEWLINE)
 _METHOD_WRAPPER = "if 1:\n"  # a method's text parses alone inside a block: its lines are then one later
 
@@ -79,7 +82,8 @@ class Facts:
     index: TreeIndex
     extra_names: tuple[str, ...]
     names: tuple[str, ...]  # the names that make a unit relevant (`analyse_prepared`'s)
-    callee_names: tuple[str, ...]  # the index's connector callee candidates: their mentions decide it
+    # the index's connector callee candidates and stored-only attributes: their mentions decide it
+    callee_names: tuple[str, ...]
     scope: object  # `declarations.producer_facts_wanted` of the text
     top_classes: frozenset[str]  # the classes defined at the module's top level (how its names resolve)
     fingerprints: dict[tuple[str, str], object] = field(default_factory=dict)  # (unit text, class) ->
@@ -130,7 +134,7 @@ def full_analysis(
         return None
     report = judge(prepared, config, sites, markers, None)  # fixes when a code action asks (`with_fixes`)
     facts = Facts(
-        config, project_state(project), index, tuple(extra_names), names, index.callee_names(),
+        config, project_state(project), index, tuple(extra_names), names, index.counted_names(),
         producer_facts_wanted(prepared.text, config), _top_classes(prepared),
     )
     read = set(line_map)
@@ -327,8 +331,20 @@ def _same_declarations(state: UnitState, edit: _Edit, text: str, config: Config)
     before = _fingerprint(edit.old_text, None, class_name, in_class, old, facts)
     if before != _fingerprint(edit.new_text, edit.node, class_name, in_class, old, facts):
         return False
-    callees = facts.callee_names  # one mention more or less of a callee can change the index's connector callees
+    if not _same_stored_only(state.text, text, edit):
+        return False
+    callees = facts.callee_names  # one mention more or less of one can change the index (connector callees...)
     return not callees or word_mentions(edit.old_text, callees) == word_mentions(edit.new_text, callees)
+
+
+def _same_stored_only(old_text: str, new_text: str, edit: _Edit) -> bool:
+    """Whether the attributes the edit mentions more or less often are stored only (`SelfStore`) in the new
+    text as in the old: a read added or taken away elsewhere in the file changes what it declares."""
+    if any(edit.old_text.count(spelling) != edit.new_text.count(spelling) for spelling in DYNAMIC_ACCESS):
+        return False  # an attribute read by a computed name: none is stored only in the file any more, or again
+    before, after = Counter(_WORD.findall(edit.old_text)), Counter(_WORD.findall(edit.new_text))
+    moved = {name for name in before.keys() | after.keys() if before[name] != after[name]}
+    return not moved or only_stored_in(old_text, moved).keys() == only_stored_in(new_text, moved).keys()
 
 
 def _kept(state: UnitState, prepared: PreparedFile, edit: _Edit, config: Config) -> frozenset[int]:

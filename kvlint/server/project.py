@@ -33,7 +33,8 @@ from kvlint.engine import PreparedFile, prepare_source
 from kvlint.source import module_name_for
 from kvlint.binding.module_resolution import imported_declarations_for
 from kvlint.running.runner import build_index, caller_names
-from kvlint.binding.tree_index import TreeIndex, word_mentions
+from kvlint.binding.tree_index import TreeIndex
+from kvlint.binding.words import word_mentions
 
 
 @dataclass(frozen=True)
@@ -213,7 +214,7 @@ def _gives_the_same(saved: IndexedFile, own: IndexedFile, index: TreeIndex, conf
     """Whether the index built with `own` in place of `saved` is `index` (most edits change no declaration)."""
     if saved.scanned != own.scanned:
         return False
-    callees = index.callee_names()
+    callees = index.counted_names()
     if saved.scanned:
         if saved.declarations != own.declarations:
             return False
