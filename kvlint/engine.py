@@ -36,8 +36,12 @@ from kvlint.binding.names import ImportTable, first_line, walk_statements
 from kvlint.noqa import NoqaLines, is_suppressed
 from kvlint.rules import INTERNAL_ERROR, RULES, SYNTAX_ERROR, INEFFECTIVE_MARKER, site_rules
 from kvlint.sites import Site, Span
-from kvlint.source import SourceError, decode_source, parse_source, reject_nul, split_lines
-from kvlint.binding.declarations import Declaration, module_declarations, producer_facts_wanted
+from kvlint.source import (
+    SourceError, decode_source, parse_source, parsed_batches, parses_in_batches, reject_nul, split_lines,
+)
+from kvlint.binding.declarations import (
+    Declaration, batch_declarations, declared_exports, module_declarations, producer_facts_wanted, top_level_classes,
+)
 from kvlint.binding.tree_index import TreeIndex
 
 if TYPE_CHECKING:
@@ -49,6 +53,7 @@ MAX_FALLBACK_BRACKET_DEPTH = 100
 ANALYSIS_STACK_BYTES = 256 * 1024 * 1024  # the flow analysis recurses on expression depth
 ANALYSIS_RECURSION_LIMIT = 20_000
 EVERYTHING = ("",)  # extra names under which every file and every unit is relevant (fuzzing, corpus runs)
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 KEEP_TREE_CHARACTERS = 1 << 14  # `keep_tree`: a file's `ast` tree is kept up to this size (a small file is often
 # relevant whole, and then the analysis parses what was parsed already)
 
@@ -113,10 +118,11 @@ def declared_optional_attributes(
     return names
 
 
-def _segments(tree: ast.Module) -> list[tuple[int, int, int]]:
+def _segments(tree: ast.Module, ranges: list[tuple[int, int, int]] | None = None) -> list[tuple[int, int, int]]:
     """Return (first, last, parent) line ranges of each top-level unit; methods of a
-    class are units of their own whose parent is the class header's unit (-1: none)."""
-    ranges: list[tuple[int, int, int]] = []
+    class are units of their own whose parent is the class header's unit (-1: none).
+    `ranges`: those of the module's statements before these (the batches of a large file), extended."""
+    ranges = [] if ranges is None else ranges
     for node in tree.body:
         first, last = first_line(node), node.end_lineno or node.lineno
         if isinstance(node, ast.ClassDef) and len(node.body) > 1:
@@ -162,6 +168,8 @@ def prepare_source(
         if not mentions_any(text, names):
             return prepared
         prepared.relevant = True
+        if parses_in_batches(text) and _prepare_in_batches(prepared, text, config):
+            return prepared
         tree = parse_source(text)
     except SourceError as exc:
         finding = Finding(display_path, exc.line, exc.column, SYNTAX_ERROR, exc.message, exc.line, exc.column)
@@ -175,21 +183,62 @@ def prepare_source(
     prepared.lines = split_lines(text)
     statements = walk_statements(tree)
     prepared.imports = ImportTable.from_statements(statements, module_name, is_package)
-
     prepared.declarations = module_declarations(
         tree, module_name, prepared.imports, config.empty_sentinels, *producer_facts_wanted(text, config),
         config.optional_fields, text,
     )
+    _module_names(prepared, config, statements)
+    prepared.segments = _segments(tree)
+    if keep_tree and len(text) <= KEEP_TREE_CHARACTERS:
+        prepared.tree = tree  # nothing above changes it
+    return prepared
+
+
+def _module_names(prepared: PreparedFile, config: Config, statements: Iterable[ast.stmt]) -> None:
+    """The names that make a unit of the file relevant besides the configured ones, from its import table
+    and its statements (`walk_statements`; only its annotated assignments are read)."""
     optional_attributes = declared_optional_attributes(statements, prepared.imports, config.payload_classes)
     prepared.optional_attributes = frozenset(optional_attributes)
     output_classes = prepared.imports.aliases_of(config.output_classes)
     mentioned = prepared.imports.aliases_of(_scan_names(config, ())) - output_classes
     prepared.local_names = tuple(sorted(mentioned | prepared.optional_attributes))
     prepared.local_output_classes = tuple(sorted(output_classes))
-    prepared.segments = _segments(tree)
-    if keep_tree and len(text) <= KEEP_TREE_CHARACTERS:
-        prepared.tree = tree  # nothing above changes it
-    return prepared
+
+
+def _prepare_in_batches(prepared: PreparedFile, text: str, config: Config) -> bool:
+    """The cheap stage of a large file a batch of top-level statements at a time, so that only one batch's
+    `ast` tree is alive (issue 27: memory per finding): a first pass keeps what only the whole module says
+    (its imports, annotated assignments, top-level classes and module-level code: `__all__`), a second
+    declares each batch, parsed again. What it gives is what one tree gives (`tests/test_linear_time.py`).
+    False, having changed nothing, where a batch does not parse alone."""
+    imports: list[list[ast.stmt]] = []  # per batch, in `walk_statements`' order
+    annotated: list[ast.stmt] = []
+    module_level: list[ast.stmt] = []
+    classes: set[str] = set()
+    segments: list[tuple[int, int, int]] = []
+    for batch in parsed_batches(text):
+        if batch is None:
+            return False
+        statements = walk_statements(batch)
+        imports.append([node for node in statements if isinstance(node, (ast.Import, ast.ImportFrom))])
+        annotated += [node for node in statements if isinstance(node, ast.AnnAssign)]
+        module_level += [node for node in batch.body if not isinstance(node, _DEFINITIONS)]
+        classes |= top_level_classes(batch.body)
+        _segments(batch, segments)
+    # `walk_statements` of the whole module takes its last top-level statement first: the batches in reverse
+    prepared.imports = ImportTable.from_statements(
+        [node for batch_imports in reversed(imports) for node in batch_imports], prepared.module_name,
+        prepared.is_package,
+    )
+    prepared.declarations = batch_declarations(
+        (batch for batch in parsed_batches(text) if batch is not None), prepared.module_name, prepared.imports,
+        classes, declared_exports(ast.Module(body=module_level, type_ignores=[])), config.empty_sentinels,
+        *producer_facts_wanted(text, config), config.optional_fields, text,
+    )
+    prepared.lines = split_lines(text)
+    _module_names(prepared, config, annotated)
+    prepared.segments = segments
+    return True
 
 
 _last_names: tuple[object, object, tuple[str, ...]] = (None, None, ())

@@ -9,6 +9,7 @@ import codecs
 import re
 import threading
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
@@ -35,10 +36,8 @@ _BATCH_START = re.compile(r"(?:\r\n|\r|\n)(?=(?:async[ \t]+)?def[ \t]|class[ \t]
 def parse_source(text: str) -> ast.Module:
     """`ast.parse`, its errors a `SourceError` positioned as CPython gives them."""
     try:
-        with _WARNINGS_FILTER, warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the analysed code's SyntaxWarnings are not kvlint's to print
-            module = _parsed_in_batches(text) if len(text) > 2 * PARSE_BATCH_CHARACTERS else None
-            return module if module is not None else ast.parse(text)
+        module = _parsed_in_batches(text) if parses_in_batches(text) else None
+        return module if module is not None else _quiet_parse(text)
     except SyntaxError as exc:
         line = exc.lineno or 1
         column = (exc.offset or 1) - 1
@@ -49,30 +48,52 @@ def parse_source(text: str) -> ast.Module:
         raise SourceError(f"cannot parse: {exc}") from None
 
 
+def parses_in_batches(text: str) -> bool:
+    """Whether the text is large enough to be parsed a batch at a time (`parsed_batches`)."""
+    return len(text) > 2 * PARSE_BATCH_CHARACTERS
+
+
+def _quiet_parse(text: str) -> ast.Module:
+    """`ast.parse`: the analysed code's SyntaxWarnings are not kvlint's to print."""
+    with _WARNINGS_FILTER, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(text)
+
+
 def _parsed_in_batches(text: str) -> ast.Module | None:
     """The module `ast.parse(text)` gives, parsed a batch of top-level statements at a time; None when a batch
     does not parse (the whole text then says why, as CPython would).
 
     `ast.parse` holds its C tree and the Python one at once, twice the size of the tree it returns; a batch
-    at a time, only a batch's C tree is added. A batch starts at a line that starts a top-level `def`,
-    `class` or first decorator (the text the flow analysis reads has no blank lines between its units), and
-    is preceded by as many line breaks as come before it, so positions are
-    the file's. Where such a line is inside a string or brackets, or continues a decorator, the batch
-    before it does not parse on its own (it ends in an open string, bracket or decorator), and the text is
-    parsed whole; where every batch parses, each starts a logical line at depth 0 of the text, and the
-    statements are those of one parse.
-    """
+    at a time, only a batch's C tree is added (`parsed_batches` says where batches start)."""
     body: list[ast.stmt] = []
+    for batch in parsed_batches(text):
+        if batch is None:
+            return None
+        body += batch.body
+    return ast.Module(body=body, type_ignores=[])
+
+
+def parsed_batches(text: str) -> Iterator[ast.Module | None]:
+    """The text parsed a batch of about `PARSE_BATCH_CHARACTERS` at a time, in order; None for a batch that
+    does not parse alone (then the text is to be parsed whole, to say why as CPython would).
+
+    A batch starts at a line that starts a top-level `def`, `class` or first decorator (the text the flow
+    analysis reads has no blank lines between its units), and is preceded by as many line breaks as come
+    before it, so positions are the file's. Where such a line is inside a string or brackets, or continues a
+    decorator, the batch before it does not parse on its own (it ends in an open string, bracket or
+    decorator); where every batch parses, each starts a logical line at depth 0 of the text, and the
+    statements are those of one parse."""
     start, line = 0, 1
     while start < len(text):
         end = _batch_end(text, start + PARSE_BATCH_CHARACTERS)
         try:
-            body += ast.parse("\n" * (line - 1) + text[start:end]).body
+            yield _quiet_parse("\n" * (line - 1) + text[start:end])
         except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
+            yield None
+            return
         line += text.count("\n", start, end) + text.count("\r", start, end) - text.count("\r\n", start, end)
         start = end
-    return ast.Module(body=body, type_ignores=[])
 
 
 def _batch_end(text: str, position: int) -> int:

@@ -308,3 +308,95 @@ def test_parse_source_in_batches_gives_one_parse(monkeypatch: pytest.MonkeyPatch
     with pytest.raises(source.SourceError) as raised:
         source.parse_source(many_findings(40) + "def broken(:\n")
     assert raised.value.line == many_findings(40).count("\n") + 1
+
+
+# ---------------------------------------------------------------- the cheap stage of a large file, a batch at a time
+
+ACROSS_BATCHES = (
+    '"""A module whose facts reach across its batches."""\n'
+    "from vllm.v1.outputs import KVConnectorOutput, ModelRunnerOutput\n\n"
+    "__all__ = ['first']\n\n\n"
+    "def first(out) -> 'Late | None':\n    return out.kv_connector_output\n\n\n"
+    + "".join(f"def filler_{n}(out):\n    kvo = out.kv_connector_output\n    return kvo\n\n\n" for n in range(30))
+    + "if not has_kv_transfer_group():\n    raise SystemExit(0)\n\n\n"
+    "__all__ += ['Late']\n\n\n"
+    "from vllm.distributed.kv_transfer import has_kv_transfer_group  # noqa: E402 - late, and still the module's\n\n\n"
+    "class Late:\n    pending: KVConnectorOutput | None = None\n\n"
+    "    def stash(self, kvo):\n        self._kept = kvo\n        return ModelRunnerOutput()\n\n\n"
+    + "".join(f"def more_{n}(out):\n    return out.kv_connector_output\n\n\n" for n in range(30))
+    + "produce_step(ModelRunnerOutput())\n"
+)
+
+
+def _prepared_facts(prepared: PreparedFile) -> tuple[object, ...]:
+    imports = prepared.imports
+    return (prepared.declarations, prepared.segments, prepared.local_names, prepared.local_output_classes,
+            prepared.optional_attributes, prepared.lines, imports.bindings, imports.modules, imports.stars)
+
+
+@pytest.mark.parametrize("batch_characters", [60, 300, 2000])
+def test_the_cheap_stage_of_a_large_file_a_batch_at_a_time_gives_what_one_tree_gives(
+    batch_characters: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Imports, `__all__`, a module-level guard and a class that come late in the file, read a batch at a time."""
+    from kvlint import source
+
+    config = Config()
+    whole = engine.prepare_source(ACROSS_BATCHES, "across.py", config, "across")
+    taken: list[bool] = []
+    real = engine._prepare_in_batches
+    monkeypatch.setattr(engine, "_prepare_in_batches", lambda *a: taken.append(real(*a)) or taken[-1])
+    monkeypatch.setattr(source, "PARSE_BATCH_CHARACTERS", batch_characters)
+    batched = engine.prepare_source(ACROSS_BATCHES, "across.py", config, "across")
+    assert taken == [True]
+    assert _prepared_facts(batched) == _prepared_facts(whole)
+    module = next(d for d in batched.declarations if type(d).__name__ == "ModuleDecl")
+    assert module.exports == ("first", "Late")  # type: ignore[attr-defined]
+    assert any(type(d).__name__ == "PathCalls" for d in batched.declarations)  # the guard's path, batches later
+
+
+def test_the_cheap_stage_of_every_fixture_file_a_batch_at_a_time_is_as_of_one_tree(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kvlint import source
+    from tests.conftest import FIXTURES
+
+    config = Config()
+    taken = 0
+    for path in sorted(FIXTURES.rglob("*.py")):
+        if not path.is_file():
+            continue  # `nasty/` holds a directory named like a module
+        data = path.read_bytes()
+        monkeypatch.setattr(source, "PARSE_BATCH_CHARACTERS", 1 << 30)
+        whole = engine.prepare_source(data, path.name, config, "fixture.module", extra_names=("",))
+        monkeypatch.setattr(source, "PARSE_BATCH_CHARACTERS", 200)
+        batched = engine.prepare_source(data, path.name, config, "fixture.module", extra_names=("",))
+        assert _prepared_facts(batched) == _prepared_facts(whole), path
+        taken += bool(whole.relevant and whole.error is None and source.parses_in_batches(whole.text))
+    assert taken > 100
+
+
+def test_the_cheap_stage_holds_one_batch_of_a_large_file_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """10,000 functions: as one tree, `ast` holds about 18 KB at its peak for each; a batch at a time, under
+    a third of that (issue 27: memory per finding)."""
+    import gc
+    import tracemalloc
+
+    from kvlint import source
+
+    text = many_findings(10_000)
+
+    def peak_per_function(batch_characters: int) -> float:
+        monkeypatch.setattr(source, "PARSE_BATCH_CHARACTERS", batch_characters)
+        gc.collect()
+        tracemalloc.start()
+        try:
+            prepared = engine.prepare_source(text, "many.py", Config(), "many")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert len([d for d in prepared.declarations if type(d).__name__ == "FunctionDecl"]) >= 10_000
+        return peak / 10_000
+
+    whole, batched = peak_per_function(1 << 30), peak_per_function(1 << 18)
+    assert batched < whole / 3, (batched, whole)

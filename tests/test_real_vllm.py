@@ -129,3 +129,28 @@ def test_vllm_0_33_0_without_the_guard_of_its_list_collecting_aggregator(
     assert found and {(path, code) for path, _, code, _ in found} == {(AGGREGATOR, "KVC001")}
     assert any("kv_output.finished_sending" in line for *_, line in found)
     assert any("kv_output.finished_recving" in line for *_, line in found)
+
+
+@pytest.mark.parametrize("version", ["0.22.1", "0.33.0"])
+def test_the_cheap_stage_a_batch_at_a_time_reads_each_relevant_file_as_one_tree_does(
+    version: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file over twice `PARSE_BATCH_CHARACTERS` is prepared a batch at a time (issue 27's memory per finding);
+    with batches of 2,000 characters, every relevant file of the release gives what one tree gives."""
+    from kvlint import engine, source
+
+    config = Config()
+    batched = 0
+    for path in sorted((vllm_tree(version) / "vllm").rglob("*.py")):
+        data = path.read_bytes()
+        monkeypatch.setattr(source, "PARSE_BATCH_CHARACTERS", 1 << 30)
+        whole = engine.prepare_source(data, path.name, config, "vllm.module")
+        if not whole.relevant:
+            continue
+        monkeypatch.setattr(source, "PARSE_BATCH_CHARACTERS", 2000)
+        parts = engine.prepare_source(data, path.name, config, "vllm.module")
+        facts = [(p.declarations, p.segments, p.local_names, p.local_output_classes, p.optional_attributes,
+                  p.imports.bindings, p.imports.modules, p.imports.stars) for p in (whole, parts)]
+        assert facts[0] == facts[1], path
+        batched += source.parses_in_batches(whole.text)
+    assert batched > 25

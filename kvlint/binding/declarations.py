@@ -14,7 +14,7 @@ data that round-trips through JSON, so the result cache can keep it.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from kvlint.binding.names import ImportTable, ast_dotted_name, child_statements, matches, walk_statements
@@ -575,45 +575,70 @@ def module_declarations(
     guards and contexts of it the module mentions, says whose connector paths to count calls on (as
     `invariant:name`). `text`, the module's source, says which attributes of `self` it only ever stores
     (`SelfStore`); without it none is declared."""
-    resolve = _local_resolver(tree, module_name, imports)
+    return batch_declarations([tree], module_name, imports, top_level_classes(tree.body), declared_exports(tree),
+                              empty_sentinels, output_classes, path_names, optional_fields, text)
+
+
+def top_level_classes(statements: Iterable[ast.stmt]) -> set[str]:
+    """The classes a module defines at its top level: a name of one resolves to `module.Class`."""
+    return {statement.name for statement in statements if isinstance(statement, ast.ClassDef)}
+
+
+def batch_declarations(
+    batches: Iterable[ast.Module], module_name: str, imports: ImportTable, local_classes: Collection[str],
+    exports: tuple[str, ...] | None, empty_sentinels: Iterable[str] = (), output_classes: Iterable[str] = (),
+    path_names: Iterable[tuple[str, tuple[str, ...], tuple[str, ...]]] = (), optional_fields: Iterable[str] = (),
+    text: str = "",
+) -> list[Declaration]:
+    """`module_declarations` of the module whose top-level statements are the bodies of `batches`, in order,
+    each read once: a large file's cheap stage holds one batch's tree at a time (`engine.prepare_source`).
+    What only the whole module says comes from the caller: its import table, its top-level classes and its
+    `__all__` (`declared_exports`)."""
+    resolve = _local_resolver(local_classes, module_name, imports)
     fields = tuple(optional_fields)
     sentinels = tuple(empty_sentinels)
     outputs = tuple(output_classes)
-    found: list[Declaration] = [ModuleDecl(
-        module_name, tuple(sorted(imports.modules)), tuple(sorted(imports.bindings.items())),
-        _called_imports(walk_statements(tree), imports), stars=imports.stars, exports=declared_exports(tree),
-    )] if module_name else []
-    for statement in tree.body:
-        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
-            type_ = type_of_annotation(statement.annotation, resolve)
-            if type_ is not None and type_.kind in ("class", "list", "dict"):
-                found.append(GlobalDecl(_join(module_name, statement.target.id), type_))
+    found: list[Declaration] = []
     summaries: list[Summary] = []
-    stack: list[tuple[ast.AST, str]] = [(tree, module_name)]
-    while stack:
-        node, prefix = stack.pop()
-        for child in child_statements(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                returns = type_of_annotation(child.returns, resolve)
-                qualname = _join(prefix, child.name)
-                produces = bool(outputs) and _returns_output(child, resolve, sentinels, outputs)
-                found.append(FunctionDecl(qualname, child.name, returns, _never_returns(child, returns), produces,
-                                          isinstance(child, ast.AsyncFunctionDef),
-                                          _annotated_classes(child.returns, resolve), _tuple_returns(child, fields)))
-                if fields:
-                    summaries.extend(function_summaries(child, qualname, resolve, fields))
-                stack.append((child, f"{qualname}.<locals>"))
-            elif isinstance(child, ast.ClassDef):
-                qualname = _join(prefix, child.name)
-                found.append(_class_decl(child, qualname, resolve, sentinels, fields))
-                stack.append((child, qualname))
-            else:
-                stack.append((child, prefix))
+    called: set[str] = set()
+    counter = PathCallCounter(resolve, [entry for entry in path_names if entry[1] or entry[2]])
+    on: frozenset[str] = frozenset()  # the invariants whose path the module's next statement is on
+    for tree in batches:
+        called.update(_called_imports(walk_statements(tree), imports))
+        for statement in tree.body:
+            if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+                type_ = type_of_annotation(statement.annotation, resolve)
+                if type_ is not None and type_.kind in ("class", "list", "dict"):
+                    found.append(GlobalDecl(_join(module_name, statement.target.id), type_))
+        stack: list[tuple[ast.AST, str]] = [(tree, module_name)]
+        while stack:
+            node, prefix = stack.pop()
+            for child in child_statements(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    returns = type_of_annotation(child.returns, resolve)
+                    qualname = _join(prefix, child.name)
+                    produces = bool(outputs) and _returns_output(child, resolve, sentinels, outputs)
+                    found.append(FunctionDecl(qualname, child.name, returns, _never_returns(child, returns),
+                                              produces, isinstance(child, ast.AsyncFunctionDef),
+                                              _annotated_classes(child.returns, resolve),
+                                              _tuple_returns(child, fields)))
+                    if fields:
+                        summaries.extend(function_summaries(child, qualname, resolve, fields))
+                    stack.append((child, f"{qualname}.<locals>"))
+                elif isinstance(child, ast.ClassDef):
+                    qualname = _join(prefix, child.name)
+                    found.append(_class_decl(child, qualname, resolve, sentinels, fields))
+                    stack.append((child, qualname))
+                else:
+                    stack.append((child, prefix))
+        on = counter.block(tree.body, on)
+    if module_name:
+        found.append(ModuleDecl(module_name, tuple(sorted(imports.modules)), tuple(sorted(imports.bindings.items())),
+                                tuple(sorted(called)), stars=imports.stars, exports=exports))
     found.extend(stored_only(summaries, module_name, text) if text
                  else [s for s in summaries if not isinstance(s, SelfStore)])
-    counts = PathCallCounter(resolve, [entry for entry in path_names if entry[1] or entry[2]]).count(tree)
-    if counts:
-        found.append(PathCalls(module_name, tuple(sorted(counts.items()))))
+    if counter.counts:
+        found.append(PathCalls(module_name, tuple(sorted(counter.counts.items()))))
     return sorted(found, key=lambda d: (type(d).__name__, getattr(d, "qualname", getattr(d, "module", "")),
                                         repr(d) if isinstance(d, (HolderUse, PassThrough, SelfStore)) else ""))
 
@@ -806,9 +831,13 @@ class PathCallCounter:
         self.counts: dict[str, int] = {}  # `invariant:name`
 
     def count(self, tree: ast.Module) -> dict[str, int]:
-        if self.path_names:
-            self._block(tree.body, frozenset())
+        self.block(tree.body, frozenset())
         return self.counts
+
+    def block(self, statements: list[ast.stmt], on: frozenset[str]) -> frozenset[str]:
+        """Count the calls of these statements, the first of them on the paths of `on`; return the invariants
+        whose path the statement after them is on (a module's next batch of statements)."""
+        return self._block(statements, on) if self.path_names else on
 
     def _is(self, node: ast.expr, names: tuple[str, ...]) -> bool:
         if not isinstance(node, ast.Call):
@@ -832,9 +861,10 @@ class PathCallCounter:
         return (frozenset(name for name, polarity in polarities if polarity == 1),
                 frozenset(name for name, polarity in polarities if polarity == -1))
 
-    def _block(self, statements: list[ast.stmt], on: frozenset[str]) -> None:
+    def _block(self, statements: list[ast.stmt], on: frozenset[str]) -> frozenset[str]:
         for statement in statements:
             on = self._statement(statement, on)
+        return on
 
     def _statement(self, node: ast.stmt, on: frozenset[str]) -> frozenset[str]:
         """Visit one statement; return the invariants whose path the statements after it are on."""
@@ -898,9 +928,8 @@ def _join(prefix: str, name: str) -> str:
     return f"{prefix}.{name}" if prefix else name
 
 
-def _local_resolver(tree: ast.Module, module_name: str, imports: ImportTable) -> Resolver:
-    """Resolve through imports, and a class defined at the module's top level to `module.Class`."""
-    local = {s.name for s in tree.body if isinstance(s, ast.ClassDef)}
+def _local_resolver(local: Collection[str], module_name: str, imports: ImportTable) -> Resolver:
+    """Resolve through imports, and a class defined at the module's top level (`local`) to `module.Class`."""
 
     def resolve(spelled: str) -> str:
         root = spelled.partition(".")[0]
