@@ -101,6 +101,7 @@ def test_a_file_relevant_whole_is_parsed_once_and_analysed_as_if_parsed_again(
 ) -> None:
     from kvlint import engine
     from kvlint.binding.tree_index import TreeIndex
+    from kvlint.flow import source as flow_source
 
     whole = "def step(out):\n    kvo = out.kv_connector_output\n    return kvo.finished_sending\n"
     config = Config()
@@ -111,7 +112,8 @@ def test_a_file_relevant_whole_is_parsed_once_and_analysed_as_if_parsed_again(
         index = TreeIndex(kept.declarations, payload_classes=config.payload_classes)
         parsed: list[str] = []
         real_parse = engine.parse_source
-        monkeypatch.setattr(engine, "parse_source", lambda text: parsed.append(text) or real_parse(text))
+        for parsing in (engine, flow_source):  # the whole text, or a batch of it (`flow.source.parsed_batches`)
+            monkeypatch.setattr(parsing, "parse_source", lambda text: parsed.append(text) or real_parse(text))
         report = engine.analyse_prepared(kept, config, index)
         assert (parsed == []) is reused and kept.tree is None  # taken once: a second analysis parses
         assert report == engine.analyse_prepared(plain, config, index)
