@@ -225,6 +225,7 @@ def _prepare_in_batches(prepared: PreparedFile, text: str, config: Config) -> bo
         module_level += [node for node in batch.body if not isinstance(node, _DEFINITIONS)]
         classes |= top_level_classes(batch.body)
         _segments(batch, segments)
+        del batch, statements  # not alive while the next batch is parsed
     # `walk_statements` of the whole module takes its last top-level statement first: the batches in reverse
     prepared.imports = ImportTable.from_statements(
         [node for batch_imports in reversed(imports) for node in batch_imports], prepared.module_name,

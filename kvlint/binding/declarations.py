@@ -632,6 +632,7 @@ def batch_declarations(
                 else:
                     stack.append((child, prefix))
         on = counter.block(tree.body, on)
+        del tree, stack  # one batch's tree at a time: not this one while the next is parsed
     if module_name:
         found.append(ModuleDecl(module_name, tuple(sorted(imports.modules)), tuple(sorted(imports.bindings.items())),
                                 tuple(sorted(called)), stars=imports.stars, exports=exports))

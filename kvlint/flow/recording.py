@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -119,9 +120,9 @@ class Recorder:
             may_be_none=value.may_be_none and not shielded,
             definitely_none=value.nullness is Nullness.NONE and not shielded,
             guard=f"caught by {shielded}" if shielded and value.may_be_none else value.guard,
-            origin=value.origin,
+            origin=sys.intern(value.origin),  # one string for the many sites that share it (memory per finding)
             deref_target=DerefTarget.PAYLOAD_FIELD if value.payload else DerefTarget.CONNECTOR_OUTPUT,
-            sink=sink,
+            sink=sys.intern(sink),
             resolved=value_names(value),
             state=state,
         )
