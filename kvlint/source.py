@@ -9,7 +9,7 @@ import codecs
 import re
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
@@ -94,6 +94,21 @@ def parsed_batches(text: str) -> Iterator[ast.Module | None]:
             return
         line += text.count("\n", start, end) + text.count("\r", start, end) - text.count("\r\n", start, end)
         start = end
+
+
+def unit_batches(lines: Sequence[str], starts: Sequence[int], characters: int) -> Iterator[tuple[int, str]]:
+    """The text of `lines` cut, at some of `starts` (1-based lines where a top-level statement starts), into
+    batches of whole statements of at least `characters` (the last: what is left): (its first line, its text)
+    for each, in order. Parsed after as many line breaks as come before it, a batch has the file's positions
+    and the statements of one parse (where the starts are right: a unit ends where the next one starts)."""
+    begin = previous = 1
+    size = 0
+    for end in (*(start for start in starts if 1 < start <= len(lines)), len(lines) + 1):
+        size += sum(map(len, lines[previous - 1 : end - 1]))
+        previous = end
+        if size >= characters or end > len(lines):
+            yield begin, "".join(lines[begin - 1 : end - 1])
+            begin, size = end, 0
 
 
 def _batch_end(text: str, position: int) -> int:

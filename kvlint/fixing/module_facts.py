@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from kvlint.binding.names import first_line, matches
+from kvlint.source import unit_batches
 
 COPY_MODULE = "copy"
 BATCH_CHARACTERS = 1 << 16  # about 64 KB of source per `ast.parse`: a large file's tree is never whole
@@ -40,18 +41,8 @@ def statement_batches(lines: Sequence[str], segments: Sequence[tuple[int, int, i
     if not starts:
         yield _parsed("".join(lines), 1)
         return
-    boundaries = [1]  # the first batch takes what comes before the first statement (a docstring is one)
-    size = 0
-    previous = 1
-    for start in starts[1:]:
-        size += sum(len(line) for line in lines[previous - 1 : start - 1])
-        previous = start
-        if size >= BATCH_CHARACTERS:
-            boundaries.append(start)
-            size = 0
-    boundaries.append(len(lines) + 1)
-    for first, following in zip(boundaries, boundaries[1:]):
-        yield _parsed("".join(lines[first - 1 : following - 1]), first)
+    for first, text in unit_batches(lines, starts, BATCH_CHARACTERS):
+        yield _parsed(text, first)
 
 
 def _statement_starts(segments: Sequence[tuple[int, int, int]]) -> list[int]:
