@@ -28,7 +28,7 @@ class SourceError(Exception):
 _WARNINGS_FILTER = threading.Lock()  # `catch_warnings` swaps a process-wide list: one thread at a time
 
 
-PARSE_BATCH_CHARACTERS = 1 << 18  # a text larger than twice this is parsed a batch of definitions at a time
+PARSE_BATCH_CHARACTERS = 1 << 16  # a batch; a text over 8 batches (512 KB) is parsed a batch at a time
 # a line starting a top-level `def`, `class` or decorator: where a batch may start (unless a decorator is above)
 _BATCH_START = re.compile(r"(?:\r\n|\r|\n)(?=(?:async[ \t]+)?def[ \t]|class[ \t]|@)")
 
@@ -50,7 +50,7 @@ def parse_source(text: str) -> ast.Module:
 
 def parses_in_batches(text: str) -> bool:
     """Whether the text is large enough to be parsed a batch at a time (`parsed_batches`)."""
-    return len(text) > 2 * PARSE_BATCH_CHARACTERS
+    return len(text) > 8 * PARSE_BATCH_CHARACTERS
 
 
 def _quiet_parse(text: str) -> ast.Module:

@@ -135,8 +135,8 @@ def test_vllm_0_33_0_without_the_guard_of_its_list_collecting_aggregator(
 def test_the_cheap_stage_a_batch_at_a_time_reads_each_relevant_file_as_one_tree_does(
     version: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A file over twice `PARSE_BATCH_CHARACTERS` is prepared a batch at a time (issue 27's memory per finding);
-    with batches of 2,000 characters, every relevant file of the release gives what one tree gives."""
+    """A file over 8 batches of `PARSE_BATCH_CHARACTERS` is prepared a batch at a time (issue 27's memory per
+    finding); with batches of 1,000 characters, every relevant file of the release gives what one tree gives."""
     from kvlint import engine, source
 
     config = Config()
@@ -147,7 +147,7 @@ def test_the_cheap_stage_a_batch_at_a_time_reads_each_relevant_file_as_one_tree_
         whole = engine.prepare_source(data, path.name, config, "vllm.module")
         if not whole.relevant:
             continue
-        monkeypatch.setattr(source, "PARSE_BATCH_CHARACTERS", 2000)
+        monkeypatch.setattr(source, "PARSE_BATCH_CHARACTERS", 1000)
         parts = engine.prepare_source(data, path.name, config, "vllm.module")
         facts = [(p.declarations, p.segments, p.local_names, p.local_output_classes, p.optional_attributes,
                   p.imports.bindings, p.imports.modules, p.imports.stars) for p in (whole, parts)]
