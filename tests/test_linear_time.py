@@ -176,13 +176,12 @@ def test_fixes_parse_one_top_level_statement_at_a_time(on_this_thread: None, mon
     assert len(functions) == 15 and len(set(functions)) == 14
 
 
-def test_the_fix_stage_holds_little_per_finding(on_this_thread: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """What building the fixes of 700 findings adds at its peak is the fixes themselves, not a tree of the
-    module with its spans and parents (about 20 KB per finding of this size before)."""
+def _stage_peaks(monkeypatch: pytest.MonkeyPatch, stage: str) -> list[int]:
+    """The traced peak over its start of each call of the engine's `stage` (tracemalloc running)."""
     import tracemalloc
 
     peaks: list[int] = []
-    real = engine._with_fixes
+    real = getattr(engine, stage)
 
     def measured(*args):  # type: ignore[no-untyped-def]
         start = tracemalloc.get_traced_memory()[0]
@@ -192,17 +191,29 @@ def test_the_fix_stage_holds_little_per_finding(on_this_thread: None, monkeypatc
         finally:
             peaks.append(tracemalloc.get_traced_memory()[1] - start)
 
+    monkeypatch.setattr(engine, stage, measured)
+    return peaks
+
+
+def _traced_report(text: str, fixes: bool) -> engine.FileReport:
+    import tracemalloc
+
+    engine.analyse_source(text, "many.py", fixes=fixes)  # imports before measuring
+    tracemalloc.start()
+    try:
+        return engine.analyse_source(text, "many.py", fixes=fixes)
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_fix_stage_holds_little_per_finding(on_this_thread: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What building the fixes of 700 findings adds at its peak is the fixes themselves, not a tree of the
+    module with its spans and parents (about 20 KB per finding of this size before)."""
     from kvlint.fixing import module_facts
 
     monkeypatch.setattr(module_facts, "BATCH_CHARACTERS", 8192)  # the module's statements, 8 KB at a time
-    monkeypatch.setattr(engine, "_with_fixes", measured)
-    text = many_findings(700)
-    engine.analyse_source(text, "many.py")  # imports before measuring
-    tracemalloc.start()
-    try:
-        report = engine.analyse_source(text, "many.py")
-    finally:
-        tracemalloc.stop()
+    peaks = _stage_peaks(monkeypatch, "_with_fixes")
+    report = _traced_report(many_findings(700), fixes=True)
     assert len(report.findings) == 700
     assert peaks[-1] / 700 < 3000, f"{peaks[-1] / 700:.0f} bytes per finding"
 
@@ -212,30 +223,11 @@ def test_the_flow_stage_holds_no_tree_of_the_whole_module(on_this_thread: None,
     """The flow analysis parses and analyses the text a batch of top-level statements at a time: at its peak
     it holds one batch's tree and what the module's sites need, not the whole module's tree (about 20 KB per
     finding of this size, whole)."""
-    import tracemalloc
-
     from kvlint.flow import source as flow_source
 
-    peaks: list[int] = []
-    real = engine._sites
-
-    def measured(*args):  # type: ignore[no-untyped-def]
-        start = tracemalloc.get_traced_memory()[0]
-        tracemalloc.reset_peak()
-        try:
-            return real(*args)
-        finally:
-            peaks.append(tracemalloc.get_traced_memory()[1] - start)
-
     monkeypatch.setattr(flow_source, "BATCH_CHARACTERS", 8192)
-    monkeypatch.setattr(engine, "_sites", measured)
-    text = many_findings(2800)
-    engine.analyse_source(text, "many.py", fixes=False)  # imports before measuring
-    tracemalloc.start()
-    try:
-        report = engine.analyse_source(text, "many.py", fixes=False)
-    finally:
-        tracemalloc.stop()
+    peaks = _stage_peaks(monkeypatch, "_sites")
+    report = _traced_report(many_findings(2800), fixes=False)
     assert len(report.findings) == 2800
     assert peaks[-1] / 2800 < 5000, f"{peaks[-1] / 2800:.0f} bytes per finding"
 

@@ -24,7 +24,7 @@ import heapq
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -280,6 +280,18 @@ class ProjectBeyondRun:
             self._files = self._read()
         return self._files
 
+    def files_naming(
+        self, names: Sequence[str], analysed: Collection[str]
+    ) -> Iterator[tuple[bytes, str, bool, list[str]]]:
+        """(bytes, module name, is a package, those of `names` its bytes hold) of each file that holds one, but
+        a file of a module the run analyses (two files of one module name: the run's own is the one it knows)."""
+        for path, data in self.files():
+            named = [name for name in names if name.encode() in data]
+            if named:
+                module, is_package = module_name_for(path)
+                if module not in analysed:
+                    yield data, module, is_package, named
+
     def _read(self) -> list[tuple[Path, bytes]]:
         from kvlint.config import project_root  # the config layer reads the binder: imported here, not at the top
 
@@ -381,13 +393,7 @@ def callee_declarations(
     found: list[Declaration] = []
     named_in: list[tuple[str, bool, str, list[str]]] = []  # the relevant files naming one: module, text, names
     unsettled = set(wanted)  # named by no file the byte scan skips (that alone settles a name: not a callee)
-    for path, data in project.files():
-        named = [name for name in wanted if name.encode() in data]
-        if not named:
-            continue
-        module, is_package = module_name_for(path)
-        if module in analysed:
-            continue  # two files of one module name: the run's own is the one it knows
+    for data, module, is_package, named in project.files_naming(wanted, analysed):
         text = None
         if mentions_any(data, names):
             try:
@@ -430,13 +436,7 @@ def attribute_reads(declarations: Sequence[Declaration], project: ProjectBeyondR
         return []
     analysed = {decl.module for decl in declarations if isinstance(decl, ModuleDecl)}
     found: list[Declaration] = []
-    for path, data in project.files():
-        named = [name for name in wanted if name.encode() in data]
-        if not named:
-            continue
-        module, _ = module_name_for(path)
-        if module in analysed:
-            continue  # two files of one module name: the run's own is the one it knows
+    for data, module, _, named in project.files_naming(wanted, analysed):
         try:
             text = decode_source(data)
         except SourceError:
