@@ -42,7 +42,7 @@ from kvlint.source import (
 from kvlint.binding.declarations import (
     Declaration, batch_declarations, declared_exports, module_declarations, producer_facts_wanted, top_level_classes,
 )
-from kvlint.binding.tree_index import TreeIndex
+from kvlint.binding.tree_index import TreeIndex, file_index
 
 if TYPE_CHECKING:
     from kvlint.fixing.units import FileFixes
@@ -761,5 +761,5 @@ def analyse_source(
             from kvlint.binding.module_resolution import imported_declarations_for
 
             declared += imported_declarations_for(declared, config, [imports_from])
-        index = TreeIndex(declared, payload_classes=config.payload_classes)
+        index = file_index(declared, [prepared.text] if prepared.relevant else [], config.payload_classes)
     return analyse_prepared(prepared, config, index, fixes=fixes)

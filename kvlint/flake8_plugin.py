@@ -98,7 +98,7 @@ class KVLintChecker:
 
         from kvlint.engine import analyse_prepared, prepare_source
         from kvlint.source import module_name_for
-        from kvlint.binding.tree_index import TreeIndex
+        from kvlint.binding.tree_index import file_index
 
         unknown = _unknown_coding_cookie(self.lines)
         if unknown is not None:  # flake8 read the file as latin-1; `kvlint check` cannot decode it: say so alike
@@ -119,7 +119,7 @@ class KVLintChecker:
             declared = list(prepared.declarations)
             if os.path.isfile(self.filename):  # not stdin: its imports are followed, as `kvlint check FILE` does
                 declared += imported_declarations_for(declared, config, [Path(self.filename)])
-            index = TreeIndex(declared, payload_classes=config.payload_classes)
+            index = file_index(declared, [prepared.text] if prepared.relevant else [], config.payload_classes)
         # flake8 applies `# noqa` itself (so that --disable-noqa works): the engine keeps every finding but the
         # test-code policy's, and kvlint's select/ignore/per-file-ignores are applied here, flake8's own after them
         report = analyse_prepared(prepared, config, index, extra_names, suppress=False, fixes=False)

@@ -111,7 +111,7 @@ def analyse_module(path: str, config: Config | ConfigError) -> ModuleAnalysis:
     assert isinstance(config, Config) and key is not None
     from kvlint.engine import analyse_prepared, prepare_source  # the engine only where it runs
     from kvlint.binding.module_resolution import imported_declarations_for
-    from kvlint.binding.tree_index import TreeIndex
+    from kvlint.binding.tree_index import file_index
     from kvlint.sites import SiteKind
     from kvlint.source import module_name_for
 
@@ -122,7 +122,7 @@ def analyse_module(path: str, config: Config | ConfigError) -> ModuleAnalysis:
     declared = list(prepared.declarations)
     if prepared.relevant:
         declared += imported_declarations_for(declared, config, [Path(path)], store=_imported(config))
-    index = TreeIndex(declared, payload_classes=config.payload_classes)
+    index = file_index(declared, [prepared.text] if prepared.relevant else [], config.payload_classes)
     report = analyse_prepared(prepared, config, index, fixes=False)
     return ModuleAnalysis(
         key,

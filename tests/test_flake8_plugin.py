@@ -18,7 +18,7 @@ import pytest
 import kvlint
 from kvlint import flake8_plugin
 from kvlint.flake8_plugin import KVLintChecker
-from tests.conftest import ROOT, run_kvlint
+from tests.conftest import FIXTURES, ROOT, run_kvlint
 from tests.test_fixtures import PACKAGE, expected_findings
 from tests.support.vllm_sources import vllm_tree
 
@@ -335,3 +335,15 @@ def test_flake8s_own_options_apply_on_top_of_kvlints(tmp_path: Path) -> None:
     # flake8 applies `# noqa`, so --disable-noqa still shows the silenced line
     assert without_path(rows(flake8("--select", "KVC", "--disable-noqa", "bad.py", cwd=tmp_path))) == {
         (8, 16, "KVC001"), (9, 16, "KVC001")}
+
+
+@pytest.mark.parametrize("relative", ["kv_mixin.py", "pp_stashed/runner.py"])
+def test_one_file_gets_what_the_project_around_it_decides(relative: str) -> None:
+    """What the rest of the project decides for a file checked alone (a producer every call of which is on a
+    connector path; an attribute of `self` nothing reads back) reaches flake8's rows as `kvlint check FILE`'s."""
+    root = FIXTURES / ("realistic_c" if relative == "kv_mixin.py" else "summaries")
+    completed = flake8("--isolated", "--select", "KVC", relative, cwd=root)
+    expected = kvlint_rows(relative, cwd=root)
+    assert rows(completed) == expected
+    codes = {code for _, _, _, code in expected}
+    assert codes & {"KVC002", "KVC006"}, expected

@@ -140,3 +140,23 @@ def test_a_changed_imported_module_is_declared_again() -> None:
     assert before != after and before == memo.file_key("<imported>", "pkg.outputs", False, b"class A: ...\n")
     memo.remember_declarations(before, [])
     assert memo.recall_declarations(before) == [] and memo.recall_declarations(after) is None
+
+
+@pytest.mark.parametrize(("tree", "relative", "line"), [
+    ("realistic_c", "kv_mixin.py", 102),  # every call of the producer in the project is on a connector path
+    ("summaries", "pp_stashed/runner.py", 24),  # stored on `self`, read back by nothing in the project
+])
+def test_a_module_gets_what_the_project_around_it_decides(
+    tree: str, relative: str, line: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The mypy face analyses one module at a time, as `kvlint check FILE` does: with what the project's other
+    files decide of it."""
+    from kvlint.running.runner import run
+
+    monkeypatch.chdir(FIXTURES / tree)
+    config = Config()
+    producers = ("KVC002", "KVC003", "KVC004", "KVC006")  # what the face reports from the engine's findings
+    found = [f for f in analyse_module(relative, config).findings if f.code in producers]
+    expected = [f for f in run([Path(relative)], config, jobs=1).findings if f.code in producers]
+    assert line in {f.line for f in found}
+    assert [(f.line, f.code) for f in found] == [(f.line, f.code) for f in expected]

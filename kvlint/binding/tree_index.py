@@ -34,6 +34,18 @@ MAX_BASE_DEPTH = 12
 _IMPLICIT_BASES = ("object", "typing.Generic", "typing.Protocol", "typing.NamedTuple", "abc.ABC", "enum.Enum")
 
 
+def file_index(
+    declarations: Iterable[Declaration], texts: Sequence[str], payload_classes: tuple[str, ...]
+) -> TreeIndex:
+    """The index of a file checked on its own, with what its imports and the project beyond it declare, as
+    `kvlint check FILE` builds it (no file of that run is skipped): `texts`, the file's own text, settle its
+    connector callees and the attributes it only ever stores. The flake8 and mypy faces use it."""
+    index = TreeIndex(declarations, payload_classes=payload_classes)
+    index.settle_connector_callees(index.path_only_callees(texts) if index.callee_candidates() else {}, ())
+    index.settle_unread_attributes(index.only_stored_attributes(texts), ())
+    return index
+
+
 def returns_optional_payload(decl: FunctionDecl, payload_classes: tuple[str, ...]) -> bool:
     """The function is declared to return the payload class or None."""
     returns = decl.returns
