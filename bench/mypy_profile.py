@@ -37,6 +37,7 @@ started = time.process_time()
 import kvlint.mypy_plugin as plugin
 imported = time.process_time() - started
 totals = collections.defaultdict(float)
+walls = collections.defaultdict(float)
 counts = collections.Counter()
 asked = {"get_attribute_hook": collections.Counter(), "get_method_hook": collections.Counter(),
          "get_function_hook": collections.Counter()}
@@ -44,11 +45,12 @@ asked = {"get_attribute_hook": collections.Counter(), "get_method_hook": collect
 def timed(name, function):
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
-        start = time.process_time()
+        start, started = time.process_time(), time.perf_counter()
         try:
             return function(*args, **kwargs)
         finally:
             totals[name] += time.process_time() - start
+            walls[name] += time.perf_counter() - started
             counts[name] += 1
     return wrapper
 
@@ -94,8 +96,9 @@ for name, names in asked.items():  # the same calls again, timed as a whole
     for fullname in calls:
         hook(fullname)
     replayed[name] = {"calls": len(calls), "names": len(names), "seconds": time.process_time() - start}
-print(json.dumps({"import": imported, "run": run, "entry_points": {name: {"calls": counts[name], "seconds": totals[name]}
-                                                                   for name in totals}, "routing": replayed}))
+print(json.dumps({"import": imported, "run": run, "routing": replayed,
+                  "entry_points": {name: {"calls": counts[name], "seconds": totals[name], "wall": walls[name]}
+                                   for name in totals}}))
 '''
 
 
@@ -132,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  {'import of kvlint.mypy_plugin':<34} {'':>9} {figures['import'] * 1000:9.1f} ms")
     for name, entry in sorted(figures["entry_points"].items(), key=lambda item: -item[1]["seconds"]):
         print(f"  {name:<34} {entry['calls']:>9} {entry['seconds'] * 1000:9.1f} ms")
+    take = figures["entry_points"].get("AnalysisWorker.take")
+    if take:
+        print(f"  {'waited for the helper (wall)':<34} {take['calls']:>9} {take['wall'] * 1000:9.1f} ms")
     for name, entry in figures["routing"].items():
         print(f"  {name + ' (replayed)':<34} {entry['calls']:>9} {entry['seconds'] * 1000:9.1f} ms"
               f"  ({entry['names']} names)")
