@@ -24,7 +24,12 @@ free for the helper, that is what the wall time pays (this shared machine's wall
 show a 2% difference). mypy comes from the venv the tests make for this checkout
 (`--mypy 1.20.2`, the default, or `--mypy 2.4.1`), or `--python PATH`:
 
-    .venv/bin/python bench/mypy_vllm_bench.py [--cold-rounds 5] [--warm-rounds 15] [--in-process] [--json FILE]
+    .venv/bin/python bench/mypy_vllm_bench.py [--cold-rounds 5] [--warm-rounds 15] [--in-process] [--callgrind]
+        [--json FILE]
+
+`--callgrind` also runs each configuration once, cold, under valgrind's callgrind (children traced, so the
+helper's instructions count too), and compares instruction counts: on a shared machine whose CPU times drift by
+more than 2% from one minute to the next, the ratio it can resolve.
 """
 
 from __future__ import annotations
@@ -156,6 +161,39 @@ def summary(times: dict[str, dict[str, list[float]]]) -> dict[str, object]:
     return figures
 
 
+def counted_run(command: list[str], cwd: Path, env: dict[str, str], output: Path, counts: Path) -> dict[str, int]:
+    """Run the command under callgrind, its children too: the instructions of mypy's own process and of all."""
+    counts.mkdir(parents=True, exist_ok=True)
+    valgrind = ["valgrind", "--tool=callgrind", "--trace-children=yes", f"--callgrind-out-file={counts}/%p.out",
+                f"--log-file={counts}/%p.log"]
+    timed_run([*valgrind, *command], cwd, env, output)  # waits for the helper too: its counts are written at its exit
+    found = {"mypy": 0, "all": 0}
+    for record in counts.glob("*.out"):
+        text = record.read_text(errors="replace")
+        command_line = re.search(r"^cmd: (.*)$", text, re.MULTILINE)
+        total = re.search(r"^(?:summary|totals): (\d+)", text, re.MULTILINE)
+        if total is None:
+            continue
+        found["all"] += int(total.group(1))
+        if command_line and " -m mypy " in f"{command_line.group(1)} ":
+            found["mypy"] += int(total.group(1))
+    return found
+
+
+def count_instructions(python: Path, configs: dict[str, Path], tree: Path, scratch: Path,
+                       env: dict[str, str]) -> dict[str, dict[str, int]]:
+    """One cold run of each configuration under callgrind: instruction counts, which the machine's load does
+    not move (about 40 times slower than a plain run; hash seeds fixed, the helper's timeout lifted)."""
+    counted_env = {**env, "PYTHONHASHSEED": "0", "KVLINT_MYPY_TIMEOUT": "86400"}
+    found = {}
+    for label, config in configs.items():
+        cache = scratch / f"counted-{label}"
+        found[label] = counted_run(mypy_command(python, config, cache), tree, counted_env,
+                                   scratch / f"counted-{label}.out", scratch / f"callgrind-{label}")
+        shutil.rmtree(cache, ignore_errors=True)
+    return found
+
+
 def errors_of(path: Path) -> tuple[int, int, str]:
     lines = path.read_text(errors="replace").splitlines()
     return (sum(": error: " in line for line in lines), sum(line.endswith("[kvc]") for line in lines),
@@ -170,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warm-rounds", type=int, default=15, help="timed warm rounds (default: 15)")
     parser.add_argument("--in-process", action="store_true",
                         help="run kvlint's engine inside mypy's process (KVLINT_MYPY_WORKER=0), not in its helper")
+    parser.add_argument("--callgrind", action="store_true",
+                        help="also count instructions: one cold run of each under callgrind (tens of minutes)")
     parser.add_argument("--keep", type=Path, help="copy both runs' last mypy output into this directory")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args(argv)
@@ -213,6 +253,15 @@ def main(argv: list[str] | None = None) -> int:
                 for label in configs:
                     shutil.copy(scratch / f"{case}-{label}.out", args.keep / f"{case}-{label}.out")
             sys.stdout.flush()
+        if args.callgrind:
+            counts = count_instructions(python, configs, tree, scratch, env)
+            figures["instructions"] = counts
+            print("instructions, one cold run each under callgrind:")
+            for part in ("all", "mypy"):
+                print(f"  {part:>4}: without {counts['without'][part]:,}, with {counts['with'][part]:,}"
+                      f"  ratio {counts['with'][part] / counts['without'][part]:.4f}")
+            print(f"  errors: {errors_of(scratch / 'counted-without.out')[2]!r}, "
+                  f"{errors_of(scratch / 'counted-with.out')[2]!r}")
     figures["target"] = OVERHEAD_TARGET
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
