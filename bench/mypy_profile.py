@@ -96,9 +96,8 @@ for name, names in asked.items():  # the same calls again, timed as a whole
     for fullname in calls:
         hook(fullname)
     replayed[name] = {"calls": len(calls), "names": len(names), "seconds": time.process_time() - start}
-print(json.dumps({"import": imported, "run": run, "routing": replayed,
-                  "entry_points": {name: {"calls": counts[name], "seconds": totals[name], "wall": walls[name]}
-                                   for name in totals}}))
+entry_points = {name: {"calls": counts[name], "seconds": totals[name], "wall": walls[name]} for name in totals}
+print(json.dumps({"import": imported, "run": run, "routing": replayed, "entry_points": entry_points}))
 '''
 
 

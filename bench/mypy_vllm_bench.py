@@ -243,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
             for kind in KINDS:
                 found = result[kind]
                 seconds = found["seconds"]
-                print(f"  {kind:>8}: without {seconds['without']['median']:.3f} s, with {seconds['with']['median']:.3f} s"
+                print(f"  {kind:>8}: without {seconds['without']['median']:.3f} s, "
+                      f"with {seconds['with']['median']:.3f} s"
                       f"  ratio {found['ratio_of_medians']:.3f} (median of rounds {found['median_round_ratio']:.3f};"
                       f" rounds {min(found['round_ratios']):.3f}-{max(found['round_ratios']):.3f})")
             for label, (errors, kvc, last) in result["errors"].items():

@@ -15,7 +15,9 @@ Wall and CPU (user+sys of the process and its children) medians, and each one's 
 wall time; issue 27's bound is kvlint at most three times the floor, with 2 CPUs available. The script
 checks that every file's finding (or none) is reported. Run it with the development venv's Python:
 
-    .venv/bin/python bench/small_files_bench.py [--files 10000] [--rounds 5] [--shapes finding clean]
+    .venv/bin/python bench/small_files_bench.py [--files 10000] [--rounds 5] [--shapes finding clean] [--costs]
+
+`--costs` adds what one file of each shape costs, step by step, timed in this process.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--shapes", nargs="+", choices=sorted(SHAPES), default=["finding", "clean"])
+    parser.add_argument("--costs", action="store_true", help="also what one file of each shape costs, step by step")
     args = parser.parse_args()
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
     environment.pop("KVLINT_CACHE_DIR", None)
@@ -92,7 +95,68 @@ def main() -> int:
             cpu = statistics.median(c for _, c in measured)
             wall = statistics.median(walls)
             print(f"| {name} | {wall:.3f} | {min(walls):.3f} | {max(walls):.3f} | {cpu:.3f} | {wall / floor:.2f} |")
+    if args.costs:
+        print()
+        print("What one file costs, in this process, on its analysis thread (microseconds, the least of 7 runs "
+              "of 2,000):")
+        print()
+        print("| step | " + " | ".join(f"`{shape}`" for shape in args.shapes) + " |")
+        print("| --- | " + " | ".join("---:" for _ in args.shapes) + " |")
+        costs = {shape: file_costs(SHAPES[shape].format(0)) for shape in args.shapes}
+        for step in next(iter(costs.values())):
+            print(f"| {step} | " + " | ".join(f"{costs[shape][step]:.1f}" for shape in args.shapes) + " |")
     return 0
+
+
+def file_costs(source: str) -> dict[str, float]:
+    """Each step of one file's way through a run, timed on its own in this process (`--costs`)."""
+    import ast
+    import pickle
+    import timeit
+
+    sys.path.insert(0, str(ROOT))
+    from kvlint import engine
+    from kvlint.binding.tree_index import TreeIndex
+    from kvlint.byte_scan import mentions_any
+    from kvlint.config import Config
+    from kvlint.running.collector import collect_garbage_rarely
+    from kvlint.running.discovery import read_source
+    from kvlint.running.module_names import ModuleNames
+
+    collect_garbage_rarely()
+    config = Config()
+    with tempfile.TemporaryDirectory(prefix="kvlint-small-") as temporary:
+        path = Path(temporary) / "module_00000.py"
+        path.write_text(source)
+        data = path.read_bytes()
+        prepared = engine.prepare_source(data, "m.py", config, "m")
+        index = TreeIndex(prepared.declarations, payload_classes=config.payload_classes)
+        names = tuple(index.candidate_names())
+        report = engine.analyse_prepared(prepared, config, index, names, fixes=False)
+        module_names = ModuleNames()
+
+        def kept() -> object:  # what a worker analyses: the file prepared with its tree kept
+            held = engine.prepare_source(data, "m.py", config, "m", keep_tree=True)
+            return engine.analyse_prepared(held, config, index, names, fixes=False)
+
+        steps: dict[str, object] = {
+            "the floor: read and `ast.parse`": lambda: ast.parse(path.read_bytes()),
+            "read (`read_source`)": lambda: read_source(path),
+            "byte scan": lambda: mentions_any(data, config.names()),
+            "module name (`ModuleNames`, a directory known)": lambda: module_names(path),
+            "prepare (`prepare_source`)": lambda: engine.prepare_source(data, "m.py", config, "m"),
+            "analyse, no fix (`analyse_prepared`)": lambda: engine.analyse_prepared(
+                prepared, config, index, names, fixes=False),
+            "prepare with its tree kept, then analyse: a worker's share": kept,
+            "analyse with the fixes built": lambda: engine.analyse_prepared(prepared, config, index, names),
+            "hand-off: a prepared file pickled and back": lambda: pickle.loads(pickle.dumps(prepared, protocol=5)),
+            "hand-off: a report pickled and back": lambda: pickle.loads(pickle.dumps(report, protocol=5)),
+        }
+        # on the analysis thread, as a worker runs a batch: no hand-over to the thread per call
+        return engine.on_analysis_thread(lambda: {
+            name: min(timeit.repeat(step, number=2000, repeat=7)) / 2000 * 1e6  # type: ignore[arg-type]
+            for name, step in steps.items()
+        })
 
 
 def measure_shape(

@@ -21,7 +21,7 @@ import sys
 import threading
 import traceback
 from concurrent.futures import ThreadPoolExecutor
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,7 +37,7 @@ from kvlint.noqa import NoqaLines, is_suppressed
 from kvlint.rules import INTERNAL_ERROR, RULES, SYNTAX_ERROR, INEFFECTIVE_MARKER, site_rules
 from kvlint.sites import Site, Span
 from kvlint.source import SourceError, decode_source, parse_source, reject_nul, split_lines
-from kvlint.binding.declarations import Declaration, module_declarations
+from kvlint.binding.declarations import Declaration, module_declarations, producer_facts_wanted
 from kvlint.binding.tree_index import TreeIndex
 
 if TYPE_CHECKING:
@@ -49,6 +49,8 @@ MAX_FALLBACK_BRACKET_DEPTH = 100
 ANALYSIS_STACK_BYTES = 256 * 1024 * 1024  # the flow analysis recurses on expression depth
 ANALYSIS_RECURSION_LIMIT = 20_000
 EVERYTHING = ("",)  # extra names under which every file and every unit is relevant (fuzzing, corpus runs)
+KEEP_TREE_CHARACTERS = 1 << 14  # `keep_tree`: a file's `ast` tree is kept up to this size (a small file is often
+# relevant whole, and then the analysis parses what was parsed already)
 
 
 @dataclass
@@ -69,6 +71,7 @@ class PreparedFile:
     local_output_classes: tuple[str, ...] = ()  # local names of output classes: relevant where called
     optional_attributes: frozenset[str] = frozenset()  # attributes declared `KVConnectorOutput | None` here
     error: Finding | None = None
+    tree: ast.Module | None = None  # `prepare_source(keep_tree=True)`: its `ast` tree, for one analysis to take
 
 
 @dataclass(frozen=True)
@@ -133,16 +136,18 @@ def prepare_source(
     module_name: str = "",
     is_package: bool = False,
     extra_names: Iterable[str] = (),
+    keep_tree: bool = False,
 ) -> PreparedFile:
     """The cheap stage: decode, scan, `ast.parse`, import table and index entries.
 
     `data` is the file's bytes, or text a host already decoded (flake8 gives its
-    plugins decoded lines); text is used as it is.
+    plugins decoded lines); text is used as it is. `keep_tree`: keep the `ast` tree of a
+    small file (`KEEP_TREE_CHARACTERS`) for the analysis, where the whole file is relevant.
     """
     prepared = PreparedFile(display_path, module_name)
     # each once, in the configured order: the runner passes the configured names as extra ones, and this is
     # then the byte scan's key the parent built its probes for before forking the worker
-    names = tuple(dict.fromkeys((*config.names(), *extra_names)))
+    names = _scan_names(config, extra_names)
     if not mentions_any(data, names):
         return prepared
     if len(data) > MAX_FILE_BYTES:
@@ -171,26 +176,35 @@ def prepare_source(
     statements = walk_statements(tree)
     prepared.imports = ImportTable.from_statements(statements, module_name, is_package)
 
-    def mentioned(names: Iterable[str]) -> tuple[str, ...]:  # a str.find per name spares an `ast` walk
-        return tuple(name for name in names if name.rpartition(".")[2] in text)
-
     prepared.declarations = module_declarations(
-        tree, module_name, prepared.imports, config.empty_sentinels,
-        mentioned((*config.output_classes, *config.empty_sentinels)) and config.output_classes,
-        [
-            (invariant.name, mentioned(invariant.connector_guards), mentioned(invariant.connector_contexts))
-            for invariant in config.invariants.invariants
-        ],
+        tree, module_name, prepared.imports, config.empty_sentinels, *producer_facts_wanted(text, config),
         config.optional_fields,
     )
     optional_attributes = declared_optional_attributes(statements, prepared.imports, config.payload_classes)
     prepared.optional_attributes = frozenset(optional_attributes)
     output_classes = prepared.imports.aliases_of(config.output_classes)
-    mentioned = prepared.imports.aliases_of(config.names()) - output_classes
+    mentioned = prepared.imports.aliases_of(_scan_names(config, ())) - output_classes
     prepared.local_names = tuple(sorted(mentioned | prepared.optional_attributes))
     prepared.local_output_classes = tuple(sorted(output_classes))
     prepared.segments = _segments(tree)
+    if keep_tree and len(text) <= KEEP_TREE_CHARACTERS:
+        prepared.tree = tree  # nothing above changes it
     return prepared
+
+
+_last_names: tuple[object, object, tuple[str, ...]] = (None, None, ())
+
+
+def _scan_names(config: Config, extra_names: Iterable[str]) -> tuple[str, ...]:
+    """The configured names and `extra_names`, each once: worked out once for a run's files (a configuration
+    is not changed once made; `Config.names` costs 2 us a call)."""
+    global _last_names
+    last_config, last_extra, names = _last_names
+    if last_config is not config or last_extra != extra_names:
+        extra = extra_names if isinstance(extra_names, tuple) else tuple(extra_names)
+        names = tuple(dict.fromkeys((*config.names(), *extra)))
+        _last_names = (config, extra, names)
+    return names
 
 
 _NESTING_ERRORS = ("too many nested", "too deeply nested", "too many levels of indentation", "too many statically")
@@ -343,13 +357,22 @@ def reduced_text(prepared: PreparedFile, config: Config, extra_names: Sequence[s
     return text, kept_lines
 
 
+def unit_relevant(prepared: PreparedFile, config: Config, extra_names: Sequence[str], text: str) -> bool:
+    """Whether `reduced_text` keeps a unit of this text for itself (a class's member is also kept when its
+    class header is relevant)."""
+    relevance = _relevance(config, tuple(sorted(set(extra_names))), prepared.local_names, prepared.local_output_classes)
+    if relevance.words and not any(word in text for word in relevance.words):
+        return False
+    return relevance.matches(text)
+
+
 def analyse_prepared(
     prepared: PreparedFile,
     config: Config,
     index: TreeIndex,
     extra_names: Sequence[str] = (),
     suppress: bool = True,
-    fixes: bool = True,
+    fixes: bool | Collection[str] = True,
 ) -> FileReport:
     """The costly stage: the flow analysis over the relevant units (`_sites`), then `judge`.
 
@@ -357,7 +380,8 @@ def analyse_prepared(
     Optional-returning function names, so their call sites are analysed).
     `suppress=False` keeps what `# noqa`, select/ignore and per-file-ignores would
     drop, for a host that applies its own (flake8); the test-code policy still applies.
-    `fixes=False` builds no fix, for a host that shows none (flake8, mypy): libcst is then never imported.
+    `fixes=False` builds no fix, for a host that shows none (flake8, mypy): libcst is then never imported; a
+    collection of codes builds the fixes of those rules' findings alone (what a report shows, `kvlint.cli.check`).
     """
     if not suppress:
         config = dataclasses.replace(config, select=(), ignore=(), per_file_ignores=())
@@ -378,30 +402,39 @@ def analyse_prepared(
         message = " ".join(message.split())[:300] + " (run with --verbose for the traceback)"
         finding = Finding(prepared.display_path, 1, 0, INTERNAL_ERROR, message, 1, 0)
         return FileReport(prepared.display_path, findings=(finding,), traceback=traceback.format_exc())
-    return judge(prepared, config, sites, markers, fix_context if fixes else None, suppress)
+    codes = None if isinstance(fixes, bool) else fixes
+    return judge(prepared, config, sites, markers, fix_context if fixes else None, suppress, codes)
 
 
 def judge(
     prepared: PreparedFile, config: Config, sites: Sequence[Site],
     markers: dict[Span, tuple[str, tuple[str, ...], str]], fix_context: Callable[[], FileFixes] | None,
-    suppress: bool = True,
+    suppress: bool = True, fix_codes: Collection[str] | None = None,
 ) -> FileReport:
     """The last step: the rules' findings from the analysed sites and the connector-path markers, what
-    suppression keeps of them, and their fixes (`fix_context` None: none are built)."""
+    suppression keeps of them, and their fixes (`fix_context` None: none are built; `fix_codes`: only those
+    rules' are)."""
     judged = {finding: (site, rule) for finding, site, rule in _findings(sites, prepared)}
     marker_rule = RULES[INEFFECTIVE_MARKER]
     judged.update({finding: (None, marker_rule) for finding in _marker_findings(markers, prepared, config)})
     kept = _unsuppressed(judged, prepared, config, suppress)
-    if fix_context is not None and any(judged[finding][1].fix is not None for finding in kept):
-        kept = _run_with_deep_stack(lambda: _with_fixes(kept, judged, fix_context))
+    if fix_context is not None and any(_fixed_here(finding, judged, fix_codes) for finding in kept):
+        kept = _run_with_deep_stack(lambda: _with_fixes(kept, judged, fix_context, fix_codes))
     return FileReport(prepared.display_path, tuple(sites), tuple(kept), analysed=True)
 
 
+def _fixed_here(finding: Finding, judged: dict, fix_codes: Collection[str] | None) -> bool:  # type: ignore[type-arg]
+    """Whether this run builds the finding's fix: its rule has one, and the run wants that rule's."""
+    return judged[finding][1].fix is not None and (fix_codes is None or finding.code in fix_codes)
+
+
 def _with_fixes(
-    findings: list[Finding], judged: dict, file_fixes: Callable[[], FileFixes]  # type: ignore[type-arg]
+    findings: list[Finding], judged: dict, file_fixes: Callable[[], FileFixes],  # type: ignore[type-arg]
+    fix_codes: Collection[str] | None = None,
 ) -> list[Finding]:
     """Ask each finding's rule for its fix (only findings are asked: a clean file never builds one), in the
-    context of the top-level statement it is in (`kvlint.fixing.units`)."""
+    context of the top-level statement it is in (`kvlint.fixing.units`); of `fix_codes`' rules alone when given.
+    """
     from kvlint.fixing.context import NoFix
     from kvlint.fixing.units import CannotParse
 
@@ -416,7 +449,7 @@ def _with_fixes(
     try:
         for finding in findings:
             site, rule = judged[finding]
-            if rule.fix is None:
+            if rule.fix is None or not _fixed_here(finding, judged, fix_codes):
                 fixed.append(finding)
                 continue
             context = fixes.context_at(finding.line)
@@ -430,7 +463,7 @@ def _with_fixes(
         fixes.finish()
     except CannotParse as exc:  # libcst refusing what `ast` parsed costs the fixes, not the findings
         reason = f"kvlint cannot build fixes here: libcst cannot parse the file ({exc})"
-        return [dataclasses.replace(f, no_fix=reason) if judged[f][1].fix is not None else f for f in findings]
+        return [dataclasses.replace(f, no_fix=reason) if _fixed_here(f, judged, fix_codes) else f for f in findings]
     return fixed
 
 
@@ -440,8 +473,9 @@ def _sites(
     """The file's sites, its markers that name no invariant (KVC101), and how to build the context its fixes are
     made in (only a file with findings does)."""
     from kvlint.flow import FlowAnalysis
-    from kvlint.flow.source import SourceText
+    from kvlint.flow.source import SourceText, parsed_batches
 
+    batches: Iterable[ast.Module] | None = None
     if prepared.fallback_error is not None:
         from kvlint.flow.lowering import lower_newer_syntax
 
@@ -455,18 +489,61 @@ def _sites(
             error = prepared.fallback_error
             raise SourceError(error.message, error.line, error.column)
         prepared.imports = ImportTable.from_ast(module, prepared.module_name, prepared.is_package)
+        batches = [module]
     else:
         text, line_map = reduced_text(prepared, config, names)
-        parsed, module = text, parse_source(text)
-    analysis = FlowAnalysis(
-        module, SourceText(parsed, line_map), prepared.imports, index, config, prepared.module_name,
-        prepared.declarations,
-    )
-    sites = analysis.run()
-    markers = analysis.unknown_markers
+        kept, prepared.tree = prepared.tree, None  # one analysis takes it: the flow analysis may annotate it
+        parsed = text
+        if kept is not None and text == prepared.text:  # a small file: the tree its preparation parsed
+            batches = [kept]
+    source = SourceText(parsed, line_map)
+
+    def analysis() -> FlowAnalysis:
+        return FlowAnalysis(source, prepared.imports, index, config, prepared.module_name, prepared.declarations)
+
+    if batches is None:  # a batch of top-level units at a time (issue 27: memory per finding)
+        starts = {first for first, _, parent in prepared.segments if parent < 0}  # the top-level statements'
+        unit_starts = [number for number, line in enumerate(line_map, 1) if line in starts]
+        try:
+            flow = analysis()
+            sites = flow.run(parsed_batches(source.lines, unit_starts))
+        except SourceError:  # a batch that does not parse alone: the text whole, as CPython says of it
+            flow = analysis()
+            sites = flow.run([parse_source(text)])
+    else:
+        flow = analysis()
+        sites = flow.run(batches)
+    return sites, flow.unknown_markers, file_fixes(prepared, config, index, text, line_map)
+
+
+def unit_sites(
+    prepared: PreparedFile, config: Config, index: TreeIndex, text: str, line_map: Sequence[int]
+) -> tuple[list[Site], dict[Span, tuple[str, tuple[str, ...], str]]]:
+    """The flow analysis of some of the file's top-level units, with the module's facts of `prepared`: `text`
+    is those units' lines (`line_map`: the file's line of each), as `reduced_text` gives them, perhaps with a
+    unit's body replaced by a stand-in (the editor's re-analysis of one changed function, docs/server.md).
+    Returns the sites and the markers that name no invariant; raises `SourceError` (the text does not parse,
+    or is too deep) and whatever else the analysis raises."""
+    from kvlint.flow import FlowAnalysis
+    from kvlint.flow.source import SourceText
+
+    def work() -> tuple[list[Site], dict[Span, tuple[str, tuple[str, ...], str]]]:
+        analysis = FlowAnalysis(
+            SourceText(text, line_map), prepared.imports, index, config, prepared.module_name, prepared.declarations
+        )
+        return analysis.run([parse_source(text)]), analysis.unknown_markers
+
+    return _run_with_deep_stack(work)  # type: ignore[no-any-return]
+
+
+def file_fixes(
+    prepared: PreparedFile, config: Config, index: TreeIndex, text: str, line_map: Sequence[int]
+) -> Callable[[], FileFixes]:
+    """How to build the context the fixes of the file's findings are made in: libcst over the text the flow
+    analysis read (`reduced_text`'s), so that fixes edit the code as written; only a file with a finding
+    pays for it (`judge`)."""
 
     def fix_context() -> FileFixes:
-        """libcst over the same text: fixes edit the code as written (only a file with a finding pays for it)."""
         from kvlint.fixing.units import FileFixes, unit_bounds
 
         segments = prepared.segments if prepared.fallback_error is None else ()
@@ -474,7 +551,7 @@ def _sites(
         return FileFixes(text, line_map, bounds, prepared.lines, prepared.segments, prepared.imports, index, config,
                          prepared.module_name)
 
-    return sites, markers, fix_context
+    return fix_context
 
 
 def _marker_findings(
@@ -501,11 +578,12 @@ def _source_line(prepared: PreparedFile, line: int) -> str:
 
 
 _analysis_executor: ThreadPoolExecutor | None = None
+_analysis_thread = 0  # the analysis thread's `threading.get_ident()` (0: none yet)
 
 
 def _forget_analysis_thread() -> None:
-    global _analysis_executor
-    _analysis_executor = None  # a forked child has no copy of the parent's threads
+    global _analysis_executor, _analysis_thread
+    _analysis_executor, _analysis_thread = None, 0  # a forked child has no copy of the parent's threads
 
 
 os.register_at_fork(after_in_child=_forget_analysis_thread)
@@ -521,14 +599,20 @@ def _shallow(work):  # type: ignore[no-untyped-def]
 
 def _run_with_deep_stack(work):  # type: ignore[no-untyped-def]
     """Run `work` on this process's analysis thread, whose large stack turns deep code
-    into a RecursionError (reported as KVC900) instead of a crash of the process."""
-    global _analysis_executor
+    into a RecursionError (reported as KVC900) instead of a crash of the process; on that thread already
+    (`on_analysis_thread`), right there."""
+    global _analysis_executor, _analysis_thread
+    if _analysis_thread and threading.get_ident() == _analysis_thread:
+        try:
+            return work()
+        except RecursionError:
+            raise SourceError("cannot parse: too deeply nested for kvlint to analyse") from None
     if _analysis_executor is None:
         previous = threading.stack_size()
         threading.stack_size(ANALYSIS_STACK_BYTES)
         try:
             executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvlint-analysis")
-            executor.submit(lambda: None).result()  # start the thread while the stack size is set
+            _analysis_thread = executor.submit(threading.get_ident).result()  # started while the size is set
             _analysis_executor = executor
         except RuntimeError:  # no thread can start (a process limit): here, with the ordinary recursion limit
             return _shallow(work)
@@ -547,6 +631,12 @@ def _run_with_deep_stack(work):  # type: ignore[no-untyped-def]
         return _analysis_executor.submit(guarded).result()
     except RecursionError:
         raise SourceError("cannot parse: too deeply nested for kvlint to analyse") from None
+
+
+def on_analysis_thread(work):  # type: ignore[no-untyped-def]
+    """Run `work` (many files' analyses, say) on the analysis thread, once: each analysis in it then runs
+    there directly, not handed to the thread and back one at a time (25 us a file)."""
+    return _run_with_deep_stack(work)
 
 
 def _findings(sites: Iterable[Site], prepared: PreparedFile) -> Iterable[tuple[Finding, Site, Rule]]:
@@ -568,6 +658,7 @@ def _findings(sites: Iterable[Site], prepared: PreparedFile) -> Iterable[tuple[F
                 function=site.function,
                 source_line=_source_line(prepared, span.line),
                 invariant=site.invariant,
+                resolved=site.resolved,
             ), site, rule
 
 

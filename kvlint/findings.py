@@ -28,3 +28,5 @@ class Finding:
     invariant: str = ""  # the invariant a rule finding speaks for (`kv`, `ec`); "" for KVC9xx and KVC100
     fix: Fix | None = field(default=None, compare=False)  # the edits that repair it, where kvlint knows them
     no_fix: str = field(default="", compare=False)  # why a rule that fixes offers no fix here ("" otherwise)
+    # the qualified names that decided it, each "role: name" (`Site.resolved`): the JSON's `resolved`
+    resolved: tuple[str, ...] = field(default=(), compare=False)

@@ -57,6 +57,7 @@ def __getattr__(name: str) -> object:
         return _mypy_codes()[1]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 TIMEOUT_ENV = "KVLINT_MYPY_TIMEOUT"  # seconds the helper may take over one file (default 60)
 DEFAULT_TIMEOUT = 60.0
 FALSE_SPELLINGS = ("", "0", "false", "no", "off", "n", "f")

@@ -12,7 +12,7 @@ import enum
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class Span:
     """Where a site lies: 1-based lines, 0-based columns, end exclusive."""
 
@@ -53,7 +53,7 @@ class SentinelUseKind(str, enum.Enum):
     ALIASED = "aliased"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Site:
     """One relevant place in a file, with the flow facts that hold there.
 
@@ -96,3 +96,6 @@ class Site:
     parked_class: str = ""
     dropped_by: tuple[str, ...] = ()  # "`module.Worker.execute_model` (line 869)"
     proven_candidates: tuple[str, ...] = ()
+    # the qualified names that decided it, each "role: name" (`declaration: vllm.v1.outputs.ModelRunnerOutput.
+    # kv_connector_output`, `payload class: ...`, `output class: ...`, `sentinel: ...`, `holder class: ...`)
+    resolved: tuple[str, ...] = ()

@@ -94,8 +94,43 @@ def test_json_output_contract(tmp_path: Path) -> None:
                 }],
             },
             "fix_unavailable": None,
+            "resolved": [],  # `out`'s class is not known: the field's name decided, no declaration
         }
     ]
+
+
+def test_json_names_the_declarations_that_decided(tmp_path: Path) -> None:
+    """Where the binder resolved what made a value maybe None, the JSON says which declaration it was."""
+    _tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/outputs.py": (
+            "from dataclasses import dataclass\n\n\n@dataclass\nclass KVConnectorOutput:\n"
+            "    finished_sending: set[str] | None = None\n\n\n@dataclass\nclass ModelRunnerOutput:\n"
+            "    kv_connector_output: KVConnectorOutput | None = None\n"
+        ),
+        "pkg/merge.py": (
+            "from pkg.outputs import ModelRunnerOutput\n\n\ndef sending(out: ModelRunnerOutput) -> int:\n"
+            "    return len(out.kv_connector_output.finished_sending or ())\n"
+        ),
+    })
+    completed = run_kvlint("check", "--format", "json", "pkg", cwd=tmp_path)
+    (record,) = json.loads(completed.stdout)
+    assert (record["code"], record["resolved"]) == ("KVC001", [
+        {"role": "declaration", "name": "pkg.outputs.ModelRunnerOutput.kv_connector_output"},
+        {"role": "payload class", "name": "pkg.outputs.KVConnectorOutput"},
+    ])
+    (tmp_path / "pkg" / "idle.py").write_text(
+        "from vllm.distributed import kv_transfer as kvt\n"
+        "from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT\n\n\n"
+        "def idle_step():\n    if kvt.has_kv_transfer_group():\n"
+        "        return EMPTY_MODEL_RUNNER_OUTPUT\n    return None\n"
+    )
+    completed = run_kvlint("check", "--format", "json", "pkg/idle.py", cwd=tmp_path)
+    (record,) = json.loads(completed.stdout)
+    assert (record["code"], record["resolved"]) == ("KVC002", [
+        {"role": "sentinel", "name": "vllm.v1.outputs.EMPTY_MODEL_RUNNER_OUTPUT"},
+        {"role": "connector guard", "name": "vllm.distributed.kv_transfer.has_kv_transfer_group"},
+    ])
 
 
 def test_github_annotations(tmp_path: Path) -> None:

@@ -362,3 +362,27 @@ def test_read_source_never_blocks_on_a_fifo(tree: Path) -> None:
     os.mkfifo(tree / "x.py")
     with pytest.raises(OSError, match="not a regular file"):
         within(5, lambda: read_source(tree / "x.py"))
+
+
+def test_read_source_reads_a_file_in_one_read_and_a_growing_one_to_its_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os as os_module
+
+    from kvlint.running import discovery
+
+    path = tmp_path / "m.py"
+    path.write_bytes(b"x = 1\n" * 1000)
+    reads: list[int] = []
+    real_read = os_module.read
+
+    def counted(fd: int, size: int) -> bytes:
+        reads.append(size)
+        return real_read(fd, size)
+
+    monkeypatch.setattr(discovery.os, "read", counted)
+    assert discovery.read_source(path) == b"x = 1\n" * 1000 and reads == [6001]
+    real_fstat = os_module.fstat
+    monkeypatch.setattr(discovery.os, "fstat", lambda fd: os_module.stat_result((*real_fstat(fd)[:6], 10, 0, 0, 0)))
+    reads.clear()  # a status that says less than the file holds (it grew since): every byte all the same
+    assert discovery.read_source(path) == b"x = 1\n" * 1000 and len(reads) > 1

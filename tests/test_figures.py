@@ -74,6 +74,10 @@ QUOTED = [
     ("flake8 over vLLM, wall times", (BENCH, r"with kvlint installed \| (\d+\.\d s) \| the same flake8 without "
                                              r"kvlint: (\d+\.\d s) \|"),
      [(ROOT / "docs" / "flake8.md", r"without it \(`-j 2`\) \| (\d+\.\d s) \| (\d+\.\d s) \|")]),
+    ("the editor's one-line edit, median", (BENCH, r"\(`server_latency\.py`, pygls' client\) \| (\d+ ms) median"),
+     [(ROOT / "docs" / "server.md", r"for\nthat version: median (\d+ ms),")]),
+    ("the editor's one-line edit in Neovim", (BENCH, r"\(`neovim_latency\.py`\) \| (\d+ ms) / (\d+ ms) \(server"),
+     [(ROOT / "docs" / "server.md", r"median (\d+ ms) on Neovim 0\.7\.2 and (\d+ ms) on 0\.11\.4")]),
     ("mypy 1.20.2's overhead with the plugin", (ROOT / "docs" / "mypy.md", r"mypy 1\.20\.2 \*\*(\+\d+\.\d+%)\*\*"),
      [(BENCH, r"aggregator files, cold cache, with the plugin \| \| the same mypy without it \| (\+\d+\.\d+%)")]),
     ("mypy 2.4.1's overhead with the plugin", (ROOT / "docs" / "mypy.md", r"mypy 2\.4\.1 \*\*(\+\d+\.\d+%)\*\*"),

@@ -207,6 +207,39 @@ def test_the_fix_stage_holds_little_per_finding(on_this_thread: None, monkeypatc
     assert peaks[-1] / 700 < 3000, f"{peaks[-1] / 700:.0f} bytes per finding"
 
 
+def test_the_flow_stage_holds_no_tree_of_the_whole_module(on_this_thread: None,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The flow analysis parses and analyses the text a batch of top-level statements at a time: at its peak
+    it holds one batch's tree and what the module's sites need, not the whole module's tree (about 20 KB per
+    finding of this size, whole)."""
+    import tracemalloc
+
+    from kvlint.flow import source as flow_source
+
+    peaks: list[int] = []
+    real = engine._sites
+
+    def measured(*args):  # type: ignore[no-untyped-def]
+        start = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        try:
+            return real(*args)
+        finally:
+            peaks.append(tracemalloc.get_traced_memory()[1] - start)
+
+    monkeypatch.setattr(flow_source, "BATCH_CHARACTERS", 8192)
+    monkeypatch.setattr(engine, "_sites", measured)
+    text = many_findings(2800)
+    engine.analyse_source(text, "many.py", fixes=False)  # imports before measuring
+    tracemalloc.start()
+    try:
+        report = engine.analyse_source(text, "many.py", fixes=False)
+    finally:
+        tracemalloc.stop()
+    assert len(report.findings) == 2800
+    assert peaks[-1] / 2800 < 5000, f"{peaks[-1] / 2800:.0f} bytes per finding"
+
+
 def test_the_noqa_lines_keep_no_tokens() -> None:
     """`# noqa` is looked up in one pass over the tokens, which are never kept (a list of them was 50 times
     the text), and only multi-line logical lines are stored."""

@@ -99,7 +99,8 @@ def test_a_file_that_mentions_no_configured_name_is_answered_by_the_byte_scan(tm
     assert scan_module(str(FIXTURES / "vllm_like" / "worker.py"), config) is None
     bad = ConfigError("pyproject.toml: unknown key 'guards' in [tool.kvlint]")
     reported = scan_module(str(quiet), bad)
-    assert reported is not None and [finding.message for finding in reported.findings] == [f"configuration error: {bad}"]
+    assert reported is not None
+    assert [finding.message for finding in reported.findings] == [f"configuration error: {bad}"]
     assert scan_module(str(tmp_path / "gone.py"), config) == ModuleAnalysis()
 
 

@@ -94,3 +94,26 @@ def test_messages_show_source_on_one_line_without_stray_spaces(code: str, shown:
     from kvlint.flow.syntax import one_line
 
     assert one_line(code) == shown
+
+
+def test_a_file_relevant_whole_is_parsed_once_and_analysed_as_if_parsed_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kvlint import engine
+    from kvlint.binding.tree_index import TreeIndex
+
+    whole = "def step(out):\n    kvo = out.kv_connector_output\n    return kvo.finished_sending\n"
+    config = Config()
+    for source, reused in ((whole, True), (SOURCE, False)):  # SOURCE has units the analysis leaves out
+        kept = prepare_source(source.encode(), "m.py", config, "m", keep_tree=True)
+        plain = prepare_source(source.encode(), "m.py", config, "m")
+        assert kept.tree is not None and plain.tree is None
+        index = TreeIndex(kept.declarations, payload_classes=config.payload_classes)
+        parsed: list[str] = []
+        real_parse = engine.parse_source
+        monkeypatch.setattr(engine, "parse_source", lambda text: parsed.append(text) or real_parse(text))
+        report = engine.analyse_prepared(kept, config, index)
+        assert (parsed == []) is reused and kept.tree is None  # taken once: a second analysis parses
+        assert report == engine.analyse_prepared(plain, config, index)
+        assert report.findings == engine.analyse_prepared(kept, config, index).findings
+        monkeypatch.undo()

@@ -94,6 +94,36 @@ def test_the_seed_bug_is_reported_as_kvlint_check_reports_it_and_the_guard_clear
     run(scenario())
 
 
+def test_typing_a_guard_key_by_key_ends_where_kvlint_check_does(workspace: Path) -> None:
+    """A guard typed one character at a time, each keystroke its own `didChange` sent at once (the server
+    re-analyses the one function, and the texts in between do not parse): the last diagnostics are what
+    `kvlint check` reports for the final text, and the quick fixes are there for the finding left."""
+    async def scenario() -> None:
+        async with Session(workspace) as session:
+            uri = session.open(workspace / "kvstack" / "aggregator.py")
+            await session.until(lambda: any("indexed" in log.message for log in session.logs), "the tree index")
+            assert len(await session.diagnostics(uri)) == 2
+            typed = "            if out is None:\n                continue\n"
+            line, column = 18, 0
+            for char in typed:
+                at = types.Position(line, column)
+                version = session.edit(uri, [types.TextEdit(types.Range(at, at), char)])
+                line, column = (line + 1, 0) if char == "\n" else (line, column + 1)
+            assert await session.diagnostics(uri, version) == []
+            edit = types.TextEdit(types.Range(types.Position(20, 26), types.Position(20, 46)), "out.finished_sending")
+            found = await session.diagnostics(uri, session.edit(uri, [types.TextEdit(
+                types.Range(types.Position(18, 0), types.Position(20, 0)), "")]))
+            assert len(found) == 2
+            final = await session.diagnostics(uri, session.edit(uri, [edit]))
+            (workspace / "kvstack" / "aggregator.py").write_text(session.texts[uri])
+            assert _ranges(final) == _check_ranges(workspace, "kvstack/aggregator.py")
+            titles = [action.title for action in await session.code_actions(uri, final[0])]
+            assert "Disable KVC001 for this line" in titles and any("Guard" in title for title in titles)
+            assert not [log for log in session.logs if "internal error" in log.message]
+
+    run(scenario())
+
+
 def test_the_noqa_action_silences_the_line_and_the_file_rechecks_clean(workspace: Path) -> None:
     async def scenario() -> None:
         async with Session(workspace) as session:
@@ -249,16 +279,16 @@ _FAULT = """
 import sys
 import kvlint.server.analysis as analysis
 
-real = analysis.analyse_prepared
+real = analysis.prepare_source
 
 
-def faulty(prepared, *args, **kwargs):
-    if "BOOM" in prepared.text:
+def faulty(text, *args, **kwargs):
+    if "BOOM" in text:
         raise RuntimeError("injected fault")
-    return real(prepared, *args, **kwargs)
+    return real(text, *args, **kwargs)
 
 
-analysis.analyse_prepared = faulty
+analysis.prepare_source = faulty
 from kvlint.server import main
 
 sys.exit(main())

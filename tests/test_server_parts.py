@@ -300,7 +300,7 @@ def test_an_analysis_that_fails_is_a_kvc902_with_its_traceback(monkeypatch: pyte
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(analysis_module, "analyse_prepared", broken)
+    monkeypatch.setattr(analysis_module, "full_analysis", broken)
     text = "def f(out):\n    return out.kv_connector_output.finished_sending\n"
     analysis = analyse_text("file:///w/f.py", 3, text, Path("/w/f.py"), Config(), None)
     (finding,) = analysis.findings

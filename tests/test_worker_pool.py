@@ -235,3 +235,48 @@ def test_a_large_item_goes_alone() -> None:
     feed = _Feed(iter(range(len(sizes))), [], size=lambda index: sizes[index])
     feed.read_all()
     assert [feed.take_batch(64) for _ in range(3)] == [[8], [0, 1, 2, 3], [4, 5, 6, 7]]
+
+
+def _where(item: tuple[int, str]) -> tuple[int, str, int]:
+    """The item, what it carried, and which process answered."""
+    time.sleep(0.002)
+    return item[0], item[1], os.getpid()
+
+
+def test_routed_items_go_to_their_worker_and_others_get_them_as_away_says() -> None:
+    with WorkerPool(2, 100) as pool:
+        pids = sorted({pid for _, pid in pool.map(_pid, list(range(8)))})
+        assert len(pids) == 2
+        routes = {number: pids[number % 2] for number in range(40)}  # half to each worker
+        answers = pool.map(_where, [(number, "held") for number in range(40)], route=lambda item: routes[item[0]],
+                           away=lambda item: (item[0], "away"))
+        assert [number for number, _, _ in answers] == list(range(40))
+        for number, carried, pid in answers:  # each at its worker, or elsewhere as `away` made it
+            assert (carried == "held") == (pid == routes[number]), (number, carried, pid)
+        assert sum(carried == "held" for _, carried, _ in answers) >= 20  # stealing is the exception
+        # every item routed to one worker: the other takes some of them, the smallest first, once all are read
+        sizes = {number: 100 - number for number in range(40)}
+        lopsided = pool.map(_where, [(number, "held") for number in range(40)], route=lambda item: pids[0],
+                            away=lambda item: (item[0], "away"), size=lambda item: sizes[item[0]])
+        stolen = [number for number, carried, pid in lopsided if carried == "away"]
+        assert stolen and all(pid == pids[1] for number, carried, pid in lopsided if carried == "away")
+        assert min(stolen) > min(number for number, carried, _ in lopsided if carried == "held")  # smaller ones
+        # an item routed to no worker of the pool (its holder died) goes to any, as `away` makes it
+        gone = pool.map(_where, [(number, "held") for number in range(6)], route=lambda item: 1,
+                        away=lambda item: (item[0], "away"))
+        assert {carried for _, carried, _ in gone} == {"away"}
+
+
+def test_a_run_whose_size_is_found_as_it_goes_asks_when_the_workers_would_start() -> None:
+    asked: list[int] = []
+
+    def at_least(count: int, have: int) -> bool:
+        asked.append(count)
+        return have >= count
+
+    with WorkerPool(2, lambda count: at_least(count, 3), threshold=4) as pool:
+        assert {pid for _, pid in pool.map(_pid, [1, 2, 3])} == {os.getpid()}  # too few: this process
+        assert {pid for _, pid in pool.map(_pid, [1, 2, 3, 4, 5])} == {os.getpid()}  # and it stays so
+    with WorkerPool(2, lambda count: at_least(count, 9), threshold=4) as pool:
+        assert os.getpid() not in {pid for _, pid in pool.map(_pid, list(range(20)))}
+    assert asked == [4, 4]  # once per pool, when its first map has two items

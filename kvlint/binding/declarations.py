@@ -20,6 +20,10 @@ from dataclasses import dataclass
 from kvlint.binding.names import ImportTable, ast_dotted_name, child_statements, matches, walk_statements
 from kvlint.binding.summaries import HolderUse, ParkedReturn, PassThrough, function_summaries
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from kvlint.config import Config
+
 Resolver = Callable[[str], str]
 
 NO_RETURN_TYPES = ("typing.NoReturn", "typing.Never", "typing_extensions.NoReturn", "typing_extensions.Never")
@@ -135,6 +139,22 @@ class PathCalls:
 
 
 @dataclass(frozen=True)
+class Mentions:
+    """How a project file beyond the files of the run names the run's producers (the pre-commit hook's view of
+    the rest of the project): what a whole-tree run counts in it to decide whether a producer is only ever
+    called on a connector path (`TreeIndex.callee_candidates`). Its connector-path calls are its `PathCalls`."""
+
+    module: str
+    words: tuple[tuple[str, int], ...]  # each name's mentions as a word, less its `def`s (`word_mentions`)
+    definitions: tuple[tuple[str, int], ...] = ()  # the functions and methods of each name it defines
+    skipped: bool = False  # the byte scan skips the file: that it names one at all is what counts
+
+    def to_json(self) -> list[object]:
+        return ["n", self.module, [list(item) for item in self.words], [list(item) for item in self.definitions],
+                self.skipped]
+
+
+@dataclass(frozen=True)
 class ModuleDecl:
     """A module of the run and the modules its imports name (`a.b` for `import a.b`, `a.b.C` for
     `from a.b import C`: the binder finds which of them is a module)."""
@@ -145,10 +165,13 @@ class ModuleDecl:
     called: tuple[str, ...] = ()  # imported functions it calls as a statement or in a condition (resolved)
     outside: bool = False  # read from beyond the run's files, for its declarations only (`module_resolution`)
     stars: tuple[str, ...] = ()  # the modules it star-imports (`from .errors import *`): their names are its
+    # its `__all__` when a literal list of strings gives it: what `from module import *` binds; None: not
+    # declared, or built in a way kvlint does not follow (then a star import binds its public names)
+    exports: tuple[str, ...] | None = None
 
     def to_json(self) -> list[object]:
         return ["m", self.module, list(self.imports), [list(item) for item in self.aliases], list(self.called),
-                self.outside, list(self.stars)]
+                self.outside, list(self.stars), None if self.exports is None else list(self.exports)]
 
 
 @dataclass(frozen=True)
@@ -162,7 +185,8 @@ class GlobalDecl:
         return ["g", self.qualname, self.type.to_json()]
 
 
-Declaration = FunctionDecl | ClassDecl | GlobalDecl | PathCalls | ModuleDecl | HolderUse | PassThrough | ParkedReturn
+Declaration = (FunctionDecl | ClassDecl | GlobalDecl | PathCalls | ModuleDecl | HolderUse | PassThrough | ParkedReturn
+               | Mentions)
 
 
 def declaration_from_json(data: list[object]) -> Declaration:
@@ -181,10 +205,15 @@ def declaration_from_json(data: list[object]) -> Declaration:
     if tag == "r":
         return ParkedReturn.from_json(data)
     if tag == "m":
-        _, module, imports, aliases, called, outside, stars = data
+        _, module, imports, aliases, called, outside, stars, exports = data
         return ModuleDecl(str(module), tuple(map(str, imports)),  # type: ignore[call-overload]
                           tuple((str(name), str(target)) for name, target in aliases),  # type: ignore[union-attr]
-                          tuple(map(str, called)), bool(outside), tuple(map(str, stars)))  # type: ignore[call-overload]
+                          tuple(map(str, called)), bool(outside), tuple(map(str, stars)),  # type: ignore[call-overload]
+                          None if exports is None else tuple(map(str, exports)))  # type: ignore[call-overload]
+    if tag == "n":
+        _, module, words, definitions, skipped = data
+        return Mentions(str(module), tuple((str(n), int(c)) for n, c in words),  # type: ignore[union-attr]
+                        tuple((str(n), int(c)) for n, c in definitions), bool(skipped))  # type: ignore[union-attr]
     if tag == "p":
         _, module, counts = data
         return PathCalls(str(module), tuple((str(n), int(c)) for n, c in counts))  # type: ignore[union-attr]
@@ -532,7 +561,7 @@ def module_declarations(
     outputs = tuple(output_classes)
     found: list[Declaration] = [ModuleDecl(
         module_name, tuple(sorted(imports.modules)), tuple(sorted(imports.bindings.items())),
-        _called_imports(walk_statements(tree), imports), stars=imports.stars,
+        _called_imports(walk_statements(tree), imports), stars=imports.stars, exports=declared_exports(tree),
     )] if module_name else []
     for statement in tree.body:
         if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
@@ -564,6 +593,101 @@ def module_declarations(
         found.append(PathCalls(module_name, tuple(sorted(counts.items()))))
     return sorted(found, key=lambda d: (type(d).__name__, getattr(d, "qualname", getattr(d, "module", "")),
                                         repr(d) if isinstance(d, (HolderUse, PassThrough)) else ""))
+
+
+def declared_exports(tree: ast.Module) -> tuple[str, ...] | None:
+    """The module's `__all__`, where only literal lists or tuples of strings build it at the top level
+    (`__all__ = [...]`, `+= [...]`, `.extend([...])`, `.append("x")`); None when it has none, or when anything
+    else touches it (`__all__ = base.__all__ + [...]`): then nobody can say statically what it holds."""
+    found: list[str] | None = None
+    for statement in tree.body:
+        target = value = None
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target, value = statement.targets[0], statement.value
+        elif isinstance(statement, (ast.AugAssign, ast.AnnAssign)):
+            target, value = statement.target, statement.value
+        elif (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
+              and isinstance(statement.value.func, ast.Attribute)
+              and isinstance(statement.value.func.value, ast.Name) and statement.value.func.value.id == "__all__"):
+            call = statement.value
+            if found is None or call.keywords or len(call.args) != 1:
+                return None
+            if call.func.attr == "append" and _string(call.args[0]) is not None:
+                found.append(_string(call.args[0]))  # type: ignore[arg-type]
+            elif call.func.attr == "extend" and _strings(call.args[0]) is not None:
+                found.extend(_strings(call.args[0]))  # type: ignore[arg-type]
+            else:
+                return None
+            continue
+        if not (isinstance(target, ast.Name) and target.id == "__all__"):
+            if not isinstance(statement, _SIMPLE) and _binds_all(statement):
+                return None  # bound in a branch, a loop, a tuple: not followed
+            continue
+        names = _strings(value) if value is not None else None
+        if names is None:
+            return None
+        if isinstance(statement, ast.AugAssign):
+            if found is None or not isinstance(statement.op, ast.Add):
+                return None
+            found.extend(names)
+        else:
+            found = list(names)
+    return None if found is None else tuple(found)
+
+
+# top-level statements that cannot bind a module's `__all__` elsewhere than where `declared_exports` looks
+_SIMPLE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Expr, ast.Return,
+           ast.Pass, ast.Raise, ast.Assert, ast.Delete, ast.Global, ast.Nonlocal)
+
+
+def _binds_all(statement: ast.stmt) -> bool:
+    """Whether an assignment target inside a compound or unpacking statement is `__all__` (statements only)."""
+    for node in walk_statements(statement):
+        if isinstance(node, _DEFINITIONS):
+            continue
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+            targets = [node.target]
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
+        for target in targets:
+            if any(isinstance(name, ast.Name) and name.id == "__all__" for name in ast.walk(target)):
+                return True
+    return False
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _string(node: ast.expr) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _strings(node: ast.expr) -> list[str] | None:
+    if not isinstance(node, (ast.List, ast.Tuple)):
+        return None
+    found = [_string(element) for element in node.elts]
+    return None if None in found else found  # type: ignore[return-value]
+
+
+PathNames = list[tuple[str, tuple[str, ...], tuple[str, ...]]]  # (invariant, the guards, the contexts mentioned)
+
+
+def producer_facts_wanted(text: str, config: Config) -> tuple[tuple[str, ...], PathNames]:
+    """What `module_declarations` needs of a relevant file's text to find its producers and its connector-path
+    calls: the output classes when it names one or a sentinel (else none), and each invariant's name with the
+    guards and contexts of it the text mentions. A `str.find` per name spares an `ast` walk."""
+
+    def mentioned(names: Iterable[str]) -> tuple[str, ...]:
+        return tuple(name for name in names if name.rpartition(".")[2] in text)
+
+    outputs = config.output_classes if mentioned((*config.output_classes, *config.empty_sentinels)) else ()
+    return outputs, [
+        (invariant.name, mentioned(invariant.connector_guards), mentioned(invariant.connector_contexts))
+        for invariant in config.invariants.invariants
+    ]
 
 
 def _called_imports(statements: Iterable[ast.stmt], imports: ImportTable) -> tuple[str, ...]:

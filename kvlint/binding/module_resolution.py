@@ -11,13 +11,19 @@ only what can change a verdict:
   one level further, the modules that declare its classes' bases and what it re-exports of what was asked;
 - a module that defines a function the relevant files call as a statement or in a condition, where it
   may never return or be a `TypeGuard`/`TypeIs` predicate (a `NoReturn` helper in a sibling module).
+
+What imports the run's files, rather than what they import, is read from the rest of the project when the
+run is not the whole project (the pre-commit hook): the callers of a function that parks a KV output on the
+holder it returns, and the calls of the producers the run defines (`ProjectBeyondRun`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import os
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,9 +36,13 @@ from kvlint.binding.search_path import (  # re-exported: where they were first
     search_path_for,
     top_package_root,
 )
-from kvlint.binding.declarations import ClassDecl, Declaration, FunctionDecl, ModuleDecl, PathCalls, module_declarations
+from kvlint.binding.declarations import (
+    ClassDecl, Declaration, FunctionDecl, Mentions, ModuleDecl, PathCalls, declared_exports, module_declarations,
+    producer_facts_wanted,
+)
 from kvlint.binding.names import ImportTable, matches, walk_statements
 from kvlint.binding.summaries import HolderUse, ParkedReturn, PassThrough
+from kvlint.binding.tree_index import defined_names, word_mentions
 from kvlint.byte_scan import mentions_any
 from kvlint.source import SourceError, decode_source, module_name_for, parse_source
 
@@ -60,6 +70,7 @@ def imported_declarations(
     known = set(known_modules)
     found: list[Declaration] = []
     wanted: dict[str, _Wanted] = {}  # what is still to read of each module
+    order: list[tuple[int, str]] = []  # (depth, module) of each entry of `wanted` (and stale ones): a heap
     asked: dict[str, _Wanted] = {}  # what has been asked of each module so far (read again only for more)
 
     def want(target: str, depth: int, called: bool = False) -> None:
@@ -73,6 +84,7 @@ def imported_declarations(
             return
         entry = wanted.setdefault(module, _Wanted(depth))
         entry.depth = min(entry.depth, depth)
+        heapq.heappush(order, (entry.depth, module))
         if called:
             entry.called.add(name)
             before.called.add(name)
@@ -88,8 +100,10 @@ def imported_declarations(
         for target in importer.called:
             want(target, 1, called=True)
     read = 0
-    while wanted and read < MAX_MODULES_READ:
-        module = min(wanted, key=lambda m: (wanted[m].depth, m))
+    while wanted and order and read < MAX_MODULES_READ:
+        depth, module = heapq.heappop(order)  # the least (depth, name) wanted: an entry popped already, or
+        if module not in wanted or wanted[module].depth != depth:  # wanted nearer since, is passed over
+            continue
         entry = wanted.pop(module)
         path = search.find(module)
         data = _read(path)
@@ -104,6 +118,10 @@ def imported_declarations(
             if not called:
                 continue
             declarations = declare(called, module, False)
+            if b"__all__" in data:  # what a star import of it binds: its `__all__`, read apart from the rest
+                exports = _exports_of(data)
+                declarations = [dataclasses.replace(d, exports=exports) if isinstance(d, ModuleDecl) else d
+                                for d in declarations]
         read += 1
         defines_called = any(isinstance(d, FunctionDecl) and d.name in entry.called for d in declarations)
         if relevant or defines_called:  # calls on connector paths count in the run's own files only
@@ -157,6 +175,15 @@ def _called_definitions(data: bytes, names: Iterable[str]) -> bytes:
 _TOP_LEVEL_LINE = re.compile(rb"^[^\s#]", re.M)
 
 
+def _exports_of(data: bytes) -> tuple[str, ...] | None:
+    """A module's literal `__all__` (`declarations.declared_exports`); None without one, or unreadable. The whole
+    module is parsed: only a star source of a called helper that names `__all__` costs this."""
+    try:
+        return declared_exports(parse_source(decode_source(data)))
+    except SourceError:
+        return None
+
+
 def _top_level_defs(data: bytes, name: bytes) -> list[tuple[int, int]]:
     """Where `def name` / `async def name` starts a line, and where its header's name ends."""
     found = []
@@ -193,17 +220,19 @@ def _read(path: Path | None) -> bytes | None:
 def imported_declarations_for(
     declarations: Sequence[Declaration], config: Config, paths: Sequence[Path],
     skipped: Sequence[tuple[SourceFile, bytes]] = (), store: ResultCache | None = None,
-    search: SearchPath | None = None,
+    search: SearchPath | None = None, covered: Sequence[Path] | None = None,
 ) -> list[Declaration]:
     """What the modules the run's relevant files import declare, where the run does not hold them: found in
     the run's package roots, the project, the search path and the environment (this module).
     A file named on the command line counts as an importer though the byte scan skipped it: the pre-commit
     hook names the changed files, whose calls may reach what only an unchanged file declares.
-    `search`: the run's `run_search_path`, when the caller made it."""
+    `search`: the run's `run_search_path`, when the caller made it. `covered`: what the run holds, where it is
+    more than `paths` (the editor's workspace folder, whose every file it indexes): not read again."""
     importers = [decl for decl in declarations if isinstance(decl, ModuleDecl)]
     named = {os.path.abspath(path) for path in paths}
+    names = {os.path.basename(path) for path in named}  # a file's own name first: `abspath` costs 5 us a file
     for source, data in skipped:
-        if os.path.abspath(source.path) in named:
+        if source.path.name in names and os.path.abspath(source.path) in named:
             module_name, is_package = module_name_for(source.path)
             importers += [d for d in declarations_of(data, module_name, is_package, config)
                           if isinstance(d, ModuleDecl)]
@@ -224,11 +253,63 @@ def imported_declarations_for(
         return declared
 
     found = imported_declarations(importers, search, {decl.module for decl in importers}, config.names(), declare)
-    return found + caller_declarations(declarations, config, paths, search)
+    project = ProjectBeyondRun(config, paths if covered is None else covered, search)
+    return (found + caller_declarations(declarations, config, paths, search, project)
+            + callee_declarations(declarations, config, project))
+
+
+class ProjectBeyondRun:
+    """The project's files beyond the run (the pre-commit hook passes the changed files, and a file checked
+    alone gets what `kvlint check .` gives it), walked as a whole-tree run walks them and read once, only when
+    asked. The search path notes every file read and directory listed: a run's record replays only while none
+    of them changed."""
+
+    def __init__(self, config: Config, paths: Sequence[Path], search: SearchPath | None) -> None:
+        self.config, self.paths, self.search = config, paths, search
+        self._files: list[tuple[Path, bytes]] | None = None
+
+    def files(self) -> list[tuple[Path, bytes]]:
+        """(path, bytes) of each; empty when the run holds the whole project."""
+        if self._files is None:
+            self._files = self._read()
+        return self._files
+
+    def _read(self) -> list[tuple[Path, bytes]]:
+        from kvlint.config import project_root  # the config layer reads the binder: imported here, not at the top
+
+        paths = self.paths
+        root = (project_root(paths[0]) if paths else None) or Path(os.curdir).resolve()  # no marker: the cwd
+        if any(root.is_relative_to(Path(path).resolve()) for path in paths):
+            return []  # the run holds the whole project already
+        from kvlint.running.discovery import SourceFile, is_skipped_directory, iter_python_files  # the walk is theirs
+
+        in_run = tuple(os.path.join(os.path.abspath(path), "") for path in paths)  # the run read those already
+        run_files = {os.path.abspath(path) for path in paths}
+        tops = [  # the project's top entries as the walk would take them, but not a directory of the run again
+            root / name for name in sorted(os.listdir(root))
+            if not is_skipped_directory(str(root), name)
+            and os.path.join(os.path.abspath(root / name), "") not in in_run
+            and (name.endswith((".py", ".pyi")) or (root / name).is_dir())  # given alone, any file would be read
+        ]
+        listed: list[str] = [str(root)]
+        read: list[str] = []
+        found: list[tuple[Path, bytes]] = []
+        for entry in iter_python_files(tops, self.config, listed) if tops else ():
+            if not isinstance(entry, SourceFile) or os.path.abspath(entry.path).startswith(in_run) or (
+                    os.path.abspath(entry.path) in run_files):
+                continue
+            read.append(os.fspath(entry.path))
+            data = _read(Path(entry.path))
+            if data is not None:
+                found.append((Path(entry.path), data))
+        if self.search is not None:
+            self.search.note(read, listed)
+        return found
 
 
 def caller_declarations(
     declarations: Sequence[Declaration], config: Config, paths: Sequence[Path], search: SearchPath | None = None,
+    project: ProjectBeyondRun | None = None,
 ) -> list[Declaration]:
     """What the rest of the project does with the holders the run's functions return with a KV output parked
     on them (`binding.summaries`): the pre-commit hook passes the changed runner, not the unchanged worker
@@ -245,35 +326,16 @@ def caller_declarations(
     })
     if not holders:
         return []  # it sets the field on what it returns, an output: that is attaching, not parking
-    from kvlint.config import project_root  # the config layer reads the binder: imported here, not at the top
-
-    root = (project_root(paths[0]) if paths else None) or Path(os.curdir).resolve()  # no marker: the cwd
-    if any(root.is_relative_to(Path(path).resolve()) for path in paths):
-        return []  # the run holds the whole project already
-    from kvlint.running.discovery import SourceFile, is_skipped_directory, iter_python_files  # the walk is theirs
-
+    project = project if project is not None else ProjectBeyondRun(config, paths, search)
     analysed = {decl.module for decl in declarations if isinstance(decl, ModuleDecl)}
-    in_run = tuple(os.path.join(os.path.abspath(path), "") for path in paths)  # the run read those already
     names = config.names()
     candidates: list[tuple[bytes, str, bool]] = []
-    tops = [  # the project's top entries as the walk would take them, but not a directory of the run again
-        root / name for name in sorted(os.listdir(root))
-        if not is_skipped_directory(str(root), name) and os.path.join(os.path.abspath(root / name), "") not in in_run
-    ]
-    listed: list[str] = [str(root)]
-    read: list[str] = []
-    for entry in iter_python_files(tops, config, listed) if tops else ():
-        if not isinstance(entry, SourceFile) or os.path.abspath(entry.path).startswith(in_run):
-            continue
-        read.append(os.fspath(entry.path))
-        data = _read(Path(entry.path))
-        if data is None or not any(holder in data for holder in holders) or not mentions_any(data, names):
+    for path, data in project.files():
+        if not any(holder in data for holder in holders) or not mentions_any(data, names):
             continue  # a file a whole-tree run skips says nothing there either
-        module, is_package = module_name_for(Path(entry.path))
+        module, is_package = module_name_for(path)
         if module not in analysed:
             candidates.append((data, module, is_package))
-    if search is not None:  # a run's record of what it read replays only while none of these changed
-        search.note(read, listed)
     found: list[Declaration] = []
     passing = [decl for decl in declarations if isinstance(decl, PassThrough)]
     summaries: dict[str, list[HolderUse | PassThrough]] = {}  # by module: each candidate is parsed once
@@ -292,6 +354,64 @@ def caller_declarations(
                     found.append(decl)
                     if isinstance(decl, PassThrough):
                         wanted.add(decl.caller.rpartition(".")[2])
+    return found
+
+
+def callee_declarations(
+    declarations: Sequence[Declaration], config: Config, project: ProjectBeyondRun,
+) -> list[Declaration]:
+    """How the rest of the project calls the run's producers: a producer every mention of which in the tree
+    is a call on a connector path is on that path itself (`TreeIndex.callee_candidates`), and the hook that
+    checks the mixin alone must count the runners' calls as `kvlint check .` does. For each project file that
+    names one: its connector-path calls and its mentions when a whole-tree run analyses it, that it names one
+    at all when the byte scan skips it. Empty when the run defines no producer, or holds the whole project."""
+    own = [decl for decl in declarations if isinstance(decl, FunctionDecl)]
+    defined = Counter(decl.name for decl in own)
+    wanted = sorted({decl.name for decl in own if decl.returns_output and defined[decl.name] == 1})
+    if not wanted:
+        return []
+    analysed = {decl.module for decl in declarations if isinstance(decl, ModuleDecl)}
+    names = config.names()
+    found: list[Declaration] = []
+    named_in: list[tuple[str, bool, str, list[str]]] = []  # the relevant files naming one: module, text, names
+    unsettled = set(wanted)  # named by no file the byte scan skips (that alone settles a name: not a callee)
+    for path, data in project.files():
+        named = [name for name in wanted if name.encode() in data]
+        if not named:
+            continue
+        module, is_package = module_name_for(path)
+        if module in analysed:
+            continue  # two files of one module name: the run's own is the one it knows
+        text = None
+        if mentions_any(data, names):
+            try:
+                text = decode_source(data)
+            except SourceError:
+                text = None
+        if text is None or not mentions_any(text, names):
+            found.append(Mentions(module, tuple((name, 1) for name in named), skipped=True))
+            unsettled.difference_update(named)
+        else:
+            named_in.append((module, is_package, text, named))
+    for module, is_package, text, named in named_in:
+        named = [name for name in named if name in unsettled]
+        if not named:
+            continue
+        words = word_mentions(text, named)
+        called = [name for name in named if words[name] > 0]
+        if called:  # only a file that names one can call it on a connector path: parsed only then
+            try:
+                tree = parse_source(text)
+            except SourceError:
+                pass  # its text still counts, as the whole run counts it; it calls nothing
+            else:
+                imports = ImportTable.from_statements(walk_statements(tree), module, is_package)
+                found.extend(decl for decl in module_declarations(
+                    tree, module, imports, config.empty_sentinels, *producer_facts_wanted(text, config),
+                ) if isinstance(decl, PathCalls))
+        definitions = tuple(sorted(defined_names(text, named).items()))
+        if called or definitions:
+            found.append(Mentions(module, tuple((name, words[name]) for name in called), definitions))
     return found
 
 

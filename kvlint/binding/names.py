@@ -81,7 +81,7 @@ class ImportTable:
         """Collect the import bindings among a module's statements (`walk_statements`)."""
         bindings: dict[str, str] = {}
         modules: set[str] = set()
-        stars: list[str] = []
+        stars: list[tuple[int, str]] = []  # (line, source): in the order the module runs them
         for node in statements:
             if isinstance(node, ast.Import):
                 for alias in node.names:
@@ -99,12 +99,12 @@ class ImportTable:
                     modules.add(source)
                 for alias in node.names:
                     if alias.name == "*":
-                        if source and source not in stars:
-                            stars.append(source)
+                        if source:
+                            stars.append((node.lineno, source))
                         continue
                     bindings[alias.asname or alias.name] = f"{source}.{alias.name}" if source else alias.name
                     modules.add(bindings[alias.asname or alias.name])
-        return cls(bindings, modules, stars)
+        return cls(bindings, modules, dict.fromkeys(source for _, source in sorted(stars)))
 
     def resolve_dotted(self, spelled: str) -> str:
         """Return the dotted name a spelled `a.b.c` refers to, through imports."""

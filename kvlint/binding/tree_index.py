@@ -19,7 +19,7 @@ from itertools import chain
 
 from kvlint.byte_scan import mentions_any
 from kvlint.binding.declarations import (
-    ClassDecl, Declaration, FunctionDecl, GlobalDecl, ModuleDecl, PathCalls, TypeRef,
+    ClassDecl, Declaration, FunctionDecl, GlobalDecl, Mentions, ModuleDecl, PathCalls, TypeRef,
 )
 from kvlint.binding.names import matches
 from kvlint.binding.summaries import HolderUse, PassThrough
@@ -74,11 +74,14 @@ class TreeIndex:
         self.modules: dict[str, tuple[str, ...]] = {}
         self._aliases: dict[str, dict[str, str]] = {}  # module -> the names its imports bind (re-exports)
         self._stars: dict[str, tuple[str, ...]] = {}  # module -> the modules it star-imports
+        self._exports: dict[str, frozenset[str]] = {}  # module -> its literal `__all__`, where it declares one
         self.outside_modules: set[str] = set()  # read beyond the run's files: declarations, never callers
         self._reachable: dict[str, frozenset[str]] = {}
         # by the called name: what each caller does with a holder that call returned (`binding.summaries`)
         self._holder_uses: dict[str, list[HolderUse]] = {}
         self._pass_throughs: dict[str, list[str]] = {}  # by the called name: the functions returning its result
+        # how the project's files beyond the run name the run's producers (the hook's view: `Mentions`)
+        self._project_mentions: list[Mentions] = []
         classes_by_name: dict[str, list[ClassDecl]] = {}
         ambiguous: set[str] = set()  # two files of one module name (scripts without packages): trust neither
         for decl in declarations:
@@ -99,12 +102,16 @@ class TreeIndex:
                 self._holder_uses.setdefault(decl.method, []).append(decl)
             elif isinstance(decl, PassThrough):
                 self._pass_throughs.setdefault(decl.method, []).append(decl.caller)
+            elif isinstance(decl, Mentions):
+                self._project_mentions.append(decl)
             elif isinstance(decl, ModuleDecl):
                 if self.modules.setdefault(decl.module, decl.imports) != decl.imports:
                     self.modules[decl.module] = tuple(sorted({*self.modules[decl.module], *decl.imports}))
                 self._aliases.setdefault(decl.module, {}).update(decl.aliases)
                 if decl.stars:
                     self._stars[decl.module] = decl.stars
+                if decl.exports is not None:
+                    self._exports[decl.module] = frozenset(decl.exports)
                 if decl.outside:
                     self.outside_modules.add(decl.module)
         for qualname in ambiguous:
@@ -162,9 +169,11 @@ class TreeIndex:
             sorted(self.modules.items()),
             sorted((module, sorted(aliases.items())) for module, aliases in self._aliases.items()),
             sorted(self._stars.items()),
+            sorted((module, sorted(names)) for module, names in self._exports.items()),
             sorted(self.outside_modules),
             sorted(use.to_json() for uses in self._holder_uses.values() for use in uses),
             sorted((method, sorted(callers)) for method, callers in self._pass_throughs.items()),
+            sorted(decl.to_json() for decl in self._project_mentions),
         ]
 
     def callee_candidates(self) -> list[str]:
@@ -174,6 +183,9 @@ class TreeIndex:
         own = [d for d in self.functions.values() if self.module_of(d.qualname) not in self.outside_modules]
         for decl in own:
             defined[decl.name] = defined.get(decl.name, 0) + 1
+        for mentions in self._project_mentions:  # a project file beyond the run defining one of the names too
+            for name, count in mentions.definitions:
+                defined[name] = defined.get(name, 0) + count
         producing = {self._call_key(d) for d in own if d.returns_output and defined[d.name] == 1}
         return sorted(key for key in self.path_calls if key.partition(":")[2] in producing)
 
@@ -194,6 +206,9 @@ class TreeIndex:
         for text in relevant_texts:
             if mentions_any(text, wanted):  # most texts name none of them
                 mentions.update(word_mentions(text, wanted))
+        for project in self._project_mentions:
+            if not project.skipped:
+                mentions.update(dict(project.words))
         found: dict[str, tuple[str, ...]] = {}
         for key in self.callee_candidates():
             invariant, _, call = key.partition(":")
@@ -202,9 +217,12 @@ class TreeIndex:
         return found
 
     def settle_connector_callees(self, path_only: dict[str, tuple[str, ...]], named_elsewhere: Collection[str]) -> None:
-        """Keep those of `path_only_callees` that no other file names (the other files have no guard at all)."""
+        """Keep those of `path_only_callees` that no other file names (the other files have no guard at all),
+        in the run or, for the hook, in the project beyond it."""
+        named = {name for project in self._project_mentions if project.skipped for name, _ in project.words}
         self.connector_callees = {
-            call: invariants for call, invariants in path_only.items() if call.lstrip(".") not in named_elsewhere
+            call: invariants for call, invariants in path_only.items()
+            if call.lstrip(".") not in named_elsewhere and call.lstrip(".") not in named
         }
 
     # ------------------------------------------------------------ functions
@@ -227,6 +245,14 @@ class TreeIndex:
             return found
         return None
 
+    def optional_qualname(self, callee: str, module_name: str) -> str:
+        """The qualified name of the one function a resolved callee names that is declared Optional ("" when the
+        name fallback found it: several definitions of a method name)."""
+        for name in (callee, f"{module_name}.{callee}"):
+            if name in self.optional_qualnames:
+                return name
+        return ""
+
     def function(self, callee: str, module_name: str) -> FunctionDecl | None:
         """The declaration of a resolved function name (`pkg.mod.f`, or `f` of this module), through re-exports
         and, for a name no import binds, the module's star imports."""
@@ -238,12 +264,13 @@ class TreeIndex:
         return found
 
     def _star_target(self, module: str, name: str) -> str | None:
-        """`module.name` bound by one of the module's `from m import *`: the first star source that declares or
-        re-exports a public `name` (a later import would win at run time; a module rarely star-imports one name
-        from two)."""
-        if name.startswith("_"):
-            return None  # a star import binds no private name (without `__all__`, which kvlint does not read)
-        for star in self._stars.get(module, ()):
+        """`module.name` bound by one of the module's `from m import *`: the last star source that declares or
+        re-exports `name` and exports it (its literal `__all__` lists it; without one, a public name), as the
+        import system binds them: a later star import rebinds what an earlier one bound."""
+        for star in reversed(self._stars.get(module, ())):
+            exports = self._exports.get(star)
+            if (name not in exports) if exports is not None else name.startswith("_"):
+                continue
             candidate = f"{star}.{name}"
             if (candidate in self.functions or candidate in self.classes or candidate in self.globals
                     or name in self._aliases.get(star, {})):
@@ -389,6 +416,13 @@ class TreeIndex:
                 return found
         return None
 
+    def declaring_class(self, class_name: str, attribute: str) -> str:
+        """The qualified name of the nearest class in the MRO that declares `attribute` ("" none)."""
+        for decl in self.mro(class_name):
+            if attribute in decl.member_types():
+                return decl.qualname
+        return ""
+
     def declares_attribute(self, class_name: str, attribute: str) -> bool | None:
         """Whether instances of the class have `attribute` by declaration (a field, an annotated or assigned
         attribute, a property or method, of it or a base); None when a base is out of the tree's sight."""
@@ -483,3 +517,9 @@ def word_mentions(text: str, names: Iterable[str]) -> Counter[str]:
                 position = text.find(name, end)
     counts.subtract(name for name in _DEFINITION.findall(text) if name in wanted)
     return counts
+
+
+def defined_names(text: str, names: Iterable[str]) -> Counter[str]:
+    """How often the text defines a function or method of each name (`def name`, what `word_mentions` leaves out)."""
+    wanted = set(names)
+    return Counter(name for name in _DEFINITION.findall(text) if name in wanted)

@@ -52,7 +52,8 @@ def _check(args: argparse.Namespace) -> int:
     if result is None:
         from kvlint.running.runner import run
 
-        result = run(args.paths, config, jobs=args.jobs, cache_dir=cache_dir, index_needed=index_needed)
+        result = run(args.paths, config, jobs=args.jobs, cache_dir=cache_dir, index_needed=index_needed,
+                     fixes=_fixes_shown(args), sites=False)  # a check reports findings, never the sites
     if not args.quiet:
         _warn_about_cache(result)
         _warn_if_nothing_found(args, result.files_found)
@@ -63,7 +64,7 @@ def _check(args: argparse.Namespace) -> int:
         from kvlint.running.runner import run
 
         config = _with_unused_noqa(config)
-        raw = run(args.paths, config, jobs=args.jobs, suppress=False)
+        raw = run(args.paths, config, jobs=args.jobs, suppress=False, fixes=False, sites=False)  # the codes alone
         reported = sorted([*reported, *unused_noqa(args.paths, config, raw.findings)])
     fixed = None
     if args.fix or args.diff:
@@ -102,6 +103,24 @@ def _check(args: argparse.Namespace) -> int:
     if findings and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _fixes_shown(args: argparse.Namespace) -> bool | frozenset[str]:
+    """The fixes the report shows, so the run builds no other (the run's docstring says when it builds all):
+    `--statistics` and the github format show none; the text report of `--quiet`, without `--show-source`, shows
+    only the mark of a fix that applies: without `--unsafe-fixes`, the fixes of rules whose fixes can be safe.
+    Every other report shows each fix, or counts those `--unsafe-fixes` would add."""
+    if args.fix or args.diff or args.write_baseline is not None:
+        return True
+    if args.statistics or args.format == "github":
+        return False
+    if args.format == "text" and args.quiet and not args.show_source and not args.unsafe_fixes:
+        from kvlint.fixing.model import Applicability
+        from kvlint.rules import RULES
+
+        return frozenset(code for code, rule in RULES.items()
+                         if rule.fix is not None and Applicability.SAFE in rule.fix_applicabilities)
+    return True
 
 
 def _report_diff(args: argparse.Namespace, files: Iterable[FileFix], hidden: int) -> int:

@@ -9,9 +9,14 @@ first). Its output is a list of `Site`s; it reports nothing itself.
 
 - `state`: the abstract values and states, and their joins;
 - `syntax`: reference keys, literals, patterns, arguments and parameters of `ast` nodes;
-- `expressions`, `narrowing`, `statements`: the transfer functions;
-- `recording`: the sites the rules read;
-- `analysis`: `FlowAnalysis`, which walks every scope of a module.
+- `context`: `FlowContext`, the state the parts share while they analyse one module, declared once;
+- `expressions`, `narrowing`, `statements`: the transfer functions (`Expressions`, `Narrowing`, `Statements`);
+- `recording`: `Recorder`, the sites the rules read;
+- `analysis`: `FlowAnalysis`, which builds the context and the parts, says which part calls which,
+  and walks every scope of a module, a batch of top-level statements at a time (`source.parsed_batches`).
+
+The parts are plain classes: each receives the `FlowContext` and the parts it calls as attributes,
+so a call from one part to another names its target (`self.expressions.eval(...)`).
 """
 
 from kvlint.flow.analysis import FlowAnalysis

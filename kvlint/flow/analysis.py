@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
-from kvlint.binding.annotations import AnnotationKind, classify_annotation
 from kvlint.config import Config
-from kvlint.binding.declarations import ClassDecl, Declaration, FunctionDecl
+from kvlint.binding.declarations import Declaration
+from kvlint.flow.context import FlowContext
 from kvlint.flow.expressions import COPY_FUNCTIONS, Expressions
 from kvlint.flow.narrowing import Narrowing
-from kvlint.flow.recording import Recording
+from kvlint.flow.recording import Recorder
 from kvlint.flow.state import (
     UNTRACKED,
-    LoopFrame,
     Nullness,
     NullnessState,
     PathFact,
@@ -31,12 +30,13 @@ from kvlint.sites import Site, SiteKind, Span
 from kvlint.binding.tree_index import TreeIndex
 
 
-class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
-    """Analyse every scope of one module and collect its sites."""
+class FlowAnalysis:
+    """Analyse every scope of one module and collect its sites: the driver, which starts each scope and
+    hands its statements to the parts (`Statements`, `Expressions`, `Narrowing`, `Recorder`), which share
+    a `FlowContext`."""
 
     def __init__(
         self,
-        module: ast.Module,
         source: SourceText,
         imports: ImportTable,
         index: TreeIndex,
@@ -44,77 +44,90 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         module_name: str,
         own_declarations: Sequence[Declaration] = (),
     ) -> None:
-        self.module = module
-        self.source = source
-        self.imports = imports
-        self.index = index
-        self.config = config
-        self.module_name = module_name
-        # this file's own functions: what they are never depends on another file of the same module name
-        self.own_functions = {d.qualname: d for d in own_declarations if isinstance(d, FunctionDecl)}
-        self.sites: dict[tuple[object, ...], Site] = {}
+        self.context = context = FlowContext(source, imports, index, config, module_name, own_declarations)
         # the `# kvlint: connector-path[...]` markers that name what is no invariant here: where -> the marker,
         # those names, the marked function
         self.unknown_markers: dict[Span, tuple[str, tuple[str, ...], str]] = {}
-        self.recording = True
-        self.loops: list[LoopFrame] = []
-        self.fixpoint_depth = 0
-        self.scope = ScopeContext("<module>")
-        self.pending: list[tuple[ast.AST, ScopeContext]] = []
-        self.declared_defaults: dict[str, Value] = {}  # reference keys whose default a declaration gave
-        self.declared_names: dict[str, Value] = {}  # local names and parameters with a declared type
-        self.local_definitions: set[str] = set()  # names a function binds by import, `def` or `class`
-        self.shielded = ""  # inside `try` whose handlers catch AttributeError (or a base): the handler it names
-        self.attached_outputs: set[tuple[object, ...]] = set()  # outputs given their connector output later
-        self.parks: dict[tuple[str, str, str], ast.Assign] = {}  # (scope, holder, value) -> where it was parked
-        self.names_within: dict[int, frozenset[str]] = {}  # by id() of a node of `module`, which keeps it alive
-        self.payload_fields: dict[str, tuple[str, ...]] = {}  # by invariant: its payload's fields the tree declares
-        self.emptiness_fields: dict[str, tuple[str, ...]] = {}  # by invariant: what an empty payload has falsy
-        # the modules this one reaches through its imports: where a name's fallback may find its declaration
-        self.reach = index.reachable(module_name, imports.modules)
-        self.payload_class_decls: dict[str, ClassDecl | None] = {}  # configured name -> the class this module means
-        self.awaited: ast.expr | None = None  # the call an enclosing `await` awaits
-        self.initialising: set[tuple[str, str]] = set()  # `if not hasattr(S, "x"):` at import: (S's code, "x")
-        self.invariants = config.invariants
-        self.invariant_names = tuple(invariant.name for invariant in self.invariants.invariants)
-        payload_names = tuple(name.rpartition(".")[2] for name in config.payload_classes)
-        self.payload_spellings = (*payload_names, *imports.aliases_of(config.payload_classes))
+        self.statements = Statements(context)
+        self.expressions = Expressions(context)
+        self.narrowing = Narrowing(context)
+        self.recorder = Recorder(context)
+        self._connect()
+
+    def _connect(self) -> None:
+        """Which of the other parts each part calls: set up here, and only here."""
+        statements, expressions, narrowing, recorder = self.statements, self.expressions, self.narrowing, self.recorder
+        statements.expressions, statements.narrowing, statements.recorder = expressions, narrowing, recorder
+        expressions.statements, expressions.narrowing, expressions.recorder = statements, narrowing, recorder
+        narrowing.statements, narrowing.expressions, narrowing.recorder = statements, expressions, recorder
+        recorder.statements, recorder.expressions = statements, expressions
+
+    def _disconnect(self) -> None:
+        """Undo `_connect` once the module is analysed: the parts refer to one another, a cycle that only the
+        garbage collector would free, and kvlint runs it rarely (`running.collector`)."""
+        statements, expressions, narrowing, recorder = self.statements, self.expressions, self.narrowing, self.recorder
+        del statements.expressions, statements.narrowing, statements.recorder
+        del expressions.statements, expressions.narrowing, expressions.recorder
+        del narrowing.statements, narrowing.expressions, narrowing.recorder
+        del recorder.statements, recorder.expressions
 
     # ----------------------------------------------------------- entry points
 
-    def run(self) -> list[Site]:
-        """Analyse the module body and every nested scope; return the sites."""
-        self.pending.append((self.module, ScopeContext("<module>")))
-        while self.pending:
-            node, scope = self.pending.pop(0)
-            self._analyse_scope(node, scope)
-        for key in self.attached_outputs & self.sites.keys():
-            self.sites[key] = dataclasses.replace(
-                self.sites[key], carries_connector_output=True, connector_output_argument="(assigned after it)"
+    def run(self, batches: Iterable[ast.Module]) -> list[Site]:
+        """Analyse the module, whose top-level statements are the bodies of `batches` in order, and every scope
+        nested in them; return the sites. Once: the parts are disconnected after it."""
+        try:
+            return self._run(batches)
+        finally:
+            self._disconnect()
+
+    def _run(self, batches: Iterable[ast.Module]) -> list[Site]:
+        """A batch at a time, so that only one batch's tree need be alive: the module's own scope goes on from
+        one batch to the next as one scope (its state, its declarations), and a batch's nested scopes are
+        analysed before the next batch is read. In what it records this is the order of one module: a scope
+        reads only what it and its enclosing scopes did (`FlowContext` keeps the rest by scope or in sets)."""
+        context = self.context
+        module_scope = ScopeContext("<module>")
+        state = NullnessState(dict(module_scope.captured))
+        declared: tuple[dict[str, Value], dict[str, Value], set[str]] | None = None
+        for batch in batches:
+            self._start_scope(module_scope)
+            if declared is not None:
+                context.declared_defaults, context.declared_names, context.local_definitions = declared
+            state = self.statements.block(batch.body, state)  # an unreachable state ends the module here, too
+            declared = context.declared_defaults, context.declared_names, context.local_definitions
+            while context.pending:
+                node, scope = context.pending.pop(0)
+                self._analyse_scope(node, scope)
+            self.expressions.forget_nodes()
+        for key in self.context.attached_outputs & self.context.sites.keys():
+            self.context.sites[key] = dataclasses.replace(
+                self.context.sites[key], carries_connector_output=True, connector_output_argument="(assigned after it)"
             )
         fieldless = self._fieldless_invariants()
         if fieldless:
             self._forget_demands(fieldless)
-        return sorted(self.sites.values(), key=lambda s: (s.span, s.kind.value, s.expression))
+        return sorted(self.context.sites.values(), key=lambda s: (s.span, s.kind.value, s.expression))
 
     def _fieldless_invariants(self) -> frozenset[str]:
         """The invariants whose output class, as this module resolves it, declares no such field (vLLM 0.10.0's
         `ModelRunnerOutput` has no `kv_connector_output`): nothing here can demand one. The output class is
         what the module imports or defines, or what the module it imports the sentinel from defines."""
+        context = self.context
         fieldless = set()
-        for invariant in self.invariants.invariants:
+        for invariant in context.invariants.invariants:
             names = set()
-            for target in self.imports.bindings.values():
+            for target in context.imports.bindings.values():
                 if matches(target, invariant.output_classes):
                     names.add(target)
                 elif matches(target, invariant.empty_sentinels):
                     names.update(f"{target.rpartition('.')[0]}.{output.rpartition('.')[2]}"
                                  for output in invariant.output_classes)
-            names.update(f"{self.module_name}.{output.rpartition('.')[2]}" for output in invariant.output_classes)
-            declared = [self.index.class_named(name, self.module_name, self.reach) for name in sorted(names)]
+            names.update(f"{context.module_name}.{output.rpartition('.')[2]}" for output in invariant.output_classes)
+            declared = [context.index.class_named(name, context.module_name, context.reach) for name in sorted(names)]
             found = {decl.qualname: decl for decl in declared if decl is not None}
             if found and all(
-                self.index.declares_attribute(qualname, invariant.field_name) is False for qualname in found
+                context.index.declares_attribute(qualname, invariant.field_name) is False for qualname in found
             ):
                 fieldless.add(invariant.name)
         return frozenset(fieldless)
@@ -122,51 +135,55 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
     def _forget_demands(self, fieldless: frozenset[str]) -> None:
         """No return of the sentinel and no construction is on those invariants' connector paths, and no return
         drops what their output class cannot carry."""
-        for key, site in list(self.sites.items()):
+        for key, site in list(self.context.sites.items()):
             if site.invariant not in fieldless:
                 continue
             if site.kind is SiteKind.KV_DROPPED:
-                del self.sites[key]
+                del self.context.sites[key]
             elif site.kind in (SiteKind.SENTINEL_USE, SiteKind.OUTPUT_CONSTRUCTION) and site.on_connector_path:
-                self.sites[key] = dataclasses.replace(site, on_connector_path=False, path_reason="")
+                self.context.sites[key] = dataclasses.replace(site, on_connector_path=False, path_reason="")
+
+    def _start_scope(self, scope: ScopeContext) -> None:
+        context = self.context
+        context.scope = scope
+        context.loops = []
+        context.fixpoint_depth = 0
+        context.recording = True
+        context.declared_defaults = {}
+        context.declared_names = {}
+        context.local_definitions = set()
+        context.shielded = ""
 
     def _analyse_scope(self, node: ast.AST, scope: ScopeContext) -> None:
-        self.scope = scope
-        self.loops = []
-        self.fixpoint_depth = 0
-        self.recording = True
-        self.declared_defaults = {}
-        self.declared_names = {}
-        self.local_definitions = set()
-        self.shielded = ""
+        self._start_scope(scope)
         state = NullnessState(dict(scope.captured))
-        if isinstance(node, (ast.Module, ast.ClassDef)):
-            self._block(node.body, state)
+        if isinstance(node, ast.ClassDef):
+            self.statements.block(node.body, state)
         elif isinstance(node, FUNCTIONS):
             self._enter_function(node, state)
-            self._block(node.body, state)
+            self.statements.block(node.body, state)
         elif isinstance(node, ast.Lambda):
             self._bind_parameters(node.args, state)
-            self._eval(node.body, state)
+            self.expressions.eval(node.body, state)
 
     def _enter_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, state: NullnessState) -> None:
         self._bind_parameters(node.args, state)
         positional = [*node.args.posonlyargs, *node.args.args]
-        if self.scope.class_name and positional and not any(
-            self._code(decorator) in ("staticmethod", "classmethod") for decorator in node.decorator_list
+        if self.context.scope.class_name and positional and not any(
+            self.context.source.code(decorator) in ("staticmethod", "classmethod") for decorator in node.decorator_list
         ):
             receiver = positional[0].arg  # `self`: an instance of the enclosing class
             # in the payload class's own methods, `self` is a connector output (its payload sets may be None)
-            payload = self._payload_invariant(self.scope.class_name)
+            payload = self.expressions.payload_invariant(self.context.scope.class_name)
             state.values[receiver] = Value(
-                Nullness.NOT_NONE, cls=self.scope.class_name, connector_output=bool(payload), invariant=payload
+                Nullness.NOT_NONE, cls=self.context.scope.class_name, connector_output=bool(payload), invariant=payload
             )
-        self.scope = dataclasses.replace(self.scope, producer=self._is_producer(node))
+        self.context.scope = dataclasses.replace(self.context.scope, producer=self._is_producer(node))
         for invariant, reason in self._connector_function_reasons(node).items():
             state.set_path(invariant, PathFact.ON, reason)
-            self._record(
+            self.recorder.record(
                 SiteKind.CONNECTOR_FUNCTION,
-                self.source.name_of(node),
+                self.context.source.name_of(node),
                 on_connector_path=True,
                 path_reason=reason,
                 expression=f"def {node.name}",
@@ -175,34 +192,36 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
 
     def _connector_function_reasons(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
         """The invariants whose connector is active throughout the function, and why."""
+        context = self.context
         reasons: dict[str, str] = {}
         name = node.name
-        for invariant in self.invariants.invariants:
-            if name in invariant.connector_functions or matches(self.scope.qualname, invariant.connector_functions):
+        for invariant in context.invariants.invariants:
+            if name in invariant.connector_functions or matches(context.scope.qualname, invariant.connector_functions):
                 reasons[invariant.name] = f"`{name}` is listed in connector-functions"
         marked = self._connector_marker(node)
         if marked is not None:
             named = {name.lower() for name in marked}
-            for invariant in self.invariant_names if marked else self.invariant_names[:1]:  # bare: the first (`kv`)
+            names = context.invariant_names
+            for invariant in names if marked else names[:1]:  # bare: the first (`kv`)
                 if not marked or invariant.lower() in named:
                     reasons.setdefault(invariant, "marked `# kvlint: connector-path`")
-        for invariant in self.index.connector_callees.get(f".{name}" if self.scope.class_name else name, ()):
+        for invariant in context.index.connector_callees.get(f".{name}" if context.scope.class_name else name, ()):
             reasons.setdefault(invariant, f"every call of `{name}` in the tree is on a connector path")
         return reasons
 
     def _connector_marker(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...] | None:
         """The invariants a `# kvlint: connector-path` comment on the `def`'s header names (`connector-path[ec]`),
         () for a bare marker; None when there is none."""
-        for line, column, comment in self.source.header_comments(node):
+        for line, column, comment in self.context.source.header_comments(node):
             found = CONNECTOR_PATH_MARKER.search(comment)
             if found is not None:
                 named = tuple(name.strip() for name in (found.group("invariants") or "").split(",") if name.strip())
-                known = {invariant.lower() for invariant in self.invariant_names}
+                known = {invariant.lower() for invariant in self.context.invariant_names}
                 unknown = tuple(name for name in named if name.lower() not in known)
                 if unknown:  # KVC101: a misspelt name would leave the function off the path it was marked for
-                    file_line = self.source.line_map[line - 1]
+                    file_line = self.context.source.line_map[line - 1]
                     where = Span(file_line, column + found.start(), file_line, column + found.end())
-                    self.unknown_markers[where] = (found.group(0), unknown, self.scope.qualname)
+                    self.unknown_markers[where] = (found.group(0), unknown, self.context.scope.qualname)
                 return named
         return None
 
@@ -211,8 +230,8 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
             name = param.name
             value = UNTRACKED
             if param.annotation is not None and not param.star:
-                self._declare(name, param.annotation)
-                declared = self._annotation_value(param.annotation, f"parameter `{name}`")
+                self.statements.declare(name, param.annotation)
+                declared = self.expressions.annotation_value(param.annotation, f"parameter `{name}`")
                 if declared is not None:
                     # a parameter is not a KV source a producer must hand on (KVC006 is about what it reads)
                     value = dataclasses.replace(declared, kv_source=False)
@@ -224,8 +243,9 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         """Does the function return an output: declared so, or returning a construction, the sentinel or a copy?"""
         if node.returns is not None and self._names_output_class(node.returns):
             return True  # `-> ModelRunnerOutput | AsyncOutput | None` too: any member that is an output
-        qualname = f"{self.module_name}.{self.scope.qualname}" if self.module_name else self.scope.qualname
-        declared = self.own_functions.get(qualname)
+        context = self.context
+        qualname = f"{context.module_name}.{context.scope.qualname}" if context.module_name else context.scope.qualname
+        declared = context.own_functions.get(qualname)
         if declared is not None:
             return declared.returns_output  # the declaration index looked at its returns already
         stack: list[ast.AST] = list(node.body)
@@ -241,14 +261,15 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         return False
 
     def _names_output_class(self, annotation: ast.expr) -> bool:
+        output_classes = self.context.config.output_classes
         stack: list[ast.AST] = [annotation]
         while stack:
             current = stack.pop()
             spelled = dotted_name(current) if isinstance(current, (ast.Name, ast.Attribute)) else None
-            if spelled is not None and matches(self._resolve_type_name(spelled), self.config.output_classes):
+            if spelled is not None and matches(self.expressions.resolve_type_name(spelled), output_classes):
                 return True
             if isinstance(current, ast.Constant) and isinstance(current.value, str):
-                outputs = [name.rpartition(".")[2] for name in self.config.output_classes]
+                outputs = [name.rpartition(".")[2] for name in output_classes]
                 if any(name in current.value for name in outputs):
                     return True
             if isinstance(current, ast.Attribute):  # `outputs.ModelRunnerOutput` names `ModelRunnerOutput` too
@@ -257,18 +278,14 @@ class FlowAnalysis(Statements, Expressions, Narrowing, Recording):
         return False
 
     def _returns_output(self, value: ast.expr) -> bool:
+        context = self.context
         if isinstance(value, ast.Call):
-            callee = self.imports.resolve_dotted(dotted_name(value.func) or "")
-            if matches(callee, self.config.output_classes):
+            callee = context.imports.resolve_dotted(dotted_name(value.func) or "")
+            if matches(callee, context.config.output_classes):
                 return True
             if matches(callee, COPY_FUNCTIONS) and value.args:
                 first = value.args[0]
                 return not isinstance(first, ast.Starred) and self._returns_output(first)
             return False
         spelled = dotted_name(value)
-        return spelled is not None and matches(self.imports.resolve_dotted(spelled), self.config.empty_sentinels)
-
-    def _classify(self, annotation: ast.expr) -> AnnotationKind | None:
-        if not any(name in self._source(annotation) for name in self.payload_spellings):
-            return None
-        return classify_annotation(annotation, self.imports.resolve_dotted, self.config.payload_classes)
+        return spelled is not None and matches(context.imports.resolve_dotted(spelled), context.config.empty_sentinels)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import ast
 
+from kvlint.flow.context import FlowContext
 from kvlint.flow.state import (
     Nullness,
     NullnessState,
@@ -26,12 +28,25 @@ from kvlint.flow.syntax import (
 from kvlint.binding.names import matches
 from kvlint.sites import SiteKind
 
+if TYPE_CHECKING:  # the parts call one another: `FlowAnalysis` sets up which part calls which
+    from kvlint.flow.expressions import Expressions
+    from kvlint.flow.recording import Recorder
+    from kvlint.flow.statements import Statements
+
 
 _TYPE_PREDICATES = ("typing.TypeGuard", "typing.TypeIs", "typing_extensions.TypeGuard", "typing_extensions.TypeIs")
 
 
 class Narrowing:
-    """Conditions and joins; mixed into `FlowAnalysis`."""
+    """Conditions and joins: the states where a condition is true and where it is false, and what two paths
+    reaching one point both know."""
+
+    statements: Statements
+    expressions: Expressions
+    recorder: Recorder
+
+    def __init__(self, context: FlowContext) -> None:
+        self.context = context
 
     def join(self, a: NullnessState, b: NullnessState) -> NullnessState:
         """Join the facts of two incoming paths."""
@@ -45,8 +60,8 @@ class Narrowing:
             if left is not None and left is b.values.get(key):
                 values[key] = left  # the same value on both paths (most keys, most joins)
                 continue
-            left = left or self._default_for_key(key)
-            right = b.values.get(key) or self._default_for_key(key)
+            left = left or self.expressions.default_for_key(key)
+            right = b.values.get(key) or self.expressions.default_for_key(key)
             if left is None or right is None:
                 # bound on one path only: its value there proves nothing about the other path
                 present = right if left is None else left
@@ -55,8 +70,9 @@ class Narrowing:
             else:
                 values[key] = join_values(left, right)
         paths: dict[str, tuple[PathFact, str]] = {}
-        reasons_a, reasons_b = a.path_reasons(self.invariant_names), b.path_reasons(self.invariant_names)
-        for invariant in self.invariant_names:
+        invariant_names = self.context.invariant_names
+        reasons_a, reasons_b = a.path_reasons(invariant_names), b.path_reasons(invariant_names)
+        for invariant in invariant_names:
             reason_a, reason_b = reasons_a[invariant], reasons_b[invariant]
             if reason_a and reason_b:
                 paths[invariant] = (PathFact.ON, reason_a if reason_a == reason_b else min(reason_a, reason_b))
@@ -70,20 +86,20 @@ class Narrowing:
             result = self.join(result, item)
         return result
 
-    def _narrow(self, test: ast.expr, state: NullnessState, how: str) -> tuple[NullnessState, NullnessState]:
+    def narrow(self, test: ast.expr, state: NullnessState, how: str) -> tuple[NullnessState, NullnessState]:
         """Evaluate a condition; return the states where it is true and false."""
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            true_state, false_state = self._narrow(test.operand, state, how)
+            true_state, false_state = self.narrow(test.operand, state, how)
             return false_state, true_state
         if isinstance(test, ast.BoolOp):
             # n-ary: `a and b and c` narrows as `(a and b) and c` (left to right)
-            left_true, left_false = self._narrow(test.values[0], state, how)
+            left_true, left_false = self.narrow(test.values[0], state, how)
             for right in test.values[1:]:
                 if isinstance(test.op, ast.And):
-                    right_true, right_false = self._narrow(right, left_true, how)
+                    right_true, right_false = self.narrow(right, left_true, how)
                     left_true, left_false = right_true, self.join(left_false, right_false)
                 else:
-                    right_true, right_false = self._narrow(right, left_false, how)
+                    right_true, right_false = self.narrow(right, left_false, how)
                     left_true, left_false = self.join(left_true, right_true), right_false
             return left_true, left_false
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
@@ -95,13 +111,13 @@ class Narrowing:
             if narrowed is not None:
                 return narrowed
         if isinstance(test, ast.NamedExpr):
-            self._eval(test, state)
+            self.expressions.eval(test, state)
             return self._narrow_truthy(test.target, state, how)
         key = ref_key(test)
         if key is not None:
-            self._eval(test, state)
+            self.expressions.eval(test, state)
             return self._narrow_truthy(test, state, how)
-        self._eval(test, state)
+        self.expressions.eval(test, state)
         return state, state.copy()
 
     def _narrow_truthy(
@@ -115,8 +131,8 @@ class Narrowing:
                 held.condition, true_state, false_state
             ):
                 return true_state, false_state
-            self._set_nullness(key, Nullness.NOT_NONE, true_state, f"truthiness check (`{how}`)")
-            value = false_state.values.get(key) or self._default_for_key(key)
+            self.set_nullness(key, Nullness.NOT_NONE, true_state, f"truthiness check (`{how}`)")
+            value = false_state.values.get(key) or self.expressions.default_for_key(key)
             if value is not None and (value.payload or value.connector_output):
                 false_state.values[key] = dataclasses.replace(value, empty=True)  # falsy: None or empty
                 self._mark_empty_output(key, false_state)
@@ -128,24 +144,27 @@ class Narrowing:
     def _is_emptiness_field(self, key: str, state: NullnessState) -> bool:
         """`kvo.invalid_block_ids` of a connector output `kvo`: a field its `is_empty()` counts."""
         owner, _, name = key.rpartition(".")
-        if not owner or name not in self.invariants.emptiness_fields_of(self._lookup(owner, state).invariant):
+        if not owner:
             return False
-        return self._lookup(owner, state).connector_output
+        if name not in self.context.invariants.emptiness_fields_of(self.expressions.lookup(owner, state).invariant):
+            return False
+        return self.expressions.lookup(owner, state).connector_output
 
     def _mark_empty_output(self, payload_key: str, state: NullnessState) -> None:
         """Every payload set of `x` is falsy here: `x` carries nothing (for KVC006)."""
         owner, _, name = payload_key.rpartition(".")
         if not owner:
             return
-        value = self._lookup(owner, state)
-        if value.connector_output and self._known_empty(owner, value, state):
+        value = self.expressions.lookup(owner, state)
+        if value.connector_output and self.statements.known_empty(owner, value, state):
             state.values[owner] = dataclasses.replace(value, empty=True)
 
-    def _condition_of(self, test: ast.expr, state: NullnessState) -> tuple[object, ...] | None:
+    def condition_of(self, test: ast.expr, state: NullnessState) -> tuple[object, ...] | None:
         """What a boolean assigned from `test` remembers: `use_kv = has_kv_transfer_group()`, `ok = x is not None`."""
-        invariants = self.invariants.with_guard(self._resolve(test.func, state)) if isinstance(test, ast.Call) else ()
+        invariants = (self.context.invariants.with_guard(self.expressions.resolve(test.func, state))
+                      if isinstance(test, ast.Call) else ())
         if invariants:
-            callee = self._resolve(test.func, state) or "?"
+            callee = self.expressions.resolve(test.func, state) or "?"
             return ("path", invariants, f"`{callee.rpartition('.')[2]}()` is true here")
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             operator = test.ops[0]
@@ -170,8 +189,8 @@ class Narrowing:
         if true_state.values.get(str(key)) != held:
             return False
         positive, negative = (true_state, false_state) if kind == "not-none" else (false_state, true_state)
-        self._set_nullness(str(key), Nullness.NOT_NONE, positive, "`is not None` check (held in a variable)")
-        self._set_nullness(str(key), Nullness.NONE, negative, "")
+        self.set_nullness(str(key), Nullness.NOT_NONE, positive, "`is not None` check (held in a variable)")
+        self.set_nullness(str(key), Nullness.NONE, negative, "")
         return True
 
     @staticmethod
@@ -198,52 +217,56 @@ class Narrowing:
             subject = comparator
         else:
             return None
-        self._eval(subject, state)
+        self.expressions.eval(subject, state)
         if isinstance(subject, ast.NamedExpr):
             subject = subject.target
         key = ref_key(subject)
         is_none, not_none = state, state.copy()
         if key is not None:
-            self._set_nullness(key, Nullness.NONE, is_none, "")
-            self._set_nullness(key, Nullness.NOT_NONE, not_none, "`is not None` check")
+            self.set_nullness(key, Nullness.NONE, is_none, "")
+            self.set_nullness(key, Nullness.NOT_NONE, not_none, "`is not None` check")
         return (is_none, not_none) if positive else (not_none, is_none)
 
     def _narrow_call(
         self, test: ast.Call, state: NullnessState, how: str
     ) -> tuple[NullnessState, NullnessState] | None:
-        callee = self._resolve(test.func, state)
-        invariants = self.invariants.with_guard(callee)
+        callee = self.expressions.resolve(test.func, state)
+        invariants = self.context.invariants.with_guard(callee)
         if invariants:
-            self._eval(test, state)
+            self.expressions.eval(test, state)
             name = callee.rpartition(".")[2] if callee else "?"
             for invariant in invariants:
-                self._record(SiteKind.CONNECTOR_GUARD, test, state=state, invariant=invariant)
+                self.recorder.record(SiteKind.CONNECTOR_GUARD, test, state=state, invariant=invariant)
             true_state, false_state = state, state.copy()
+            reason = f"`{name}()` is true here"
+            qualified = self.expressions.qualified_callee(callee)
+            if qualified:
+                self.context.path_names[reason] = f"connector guard: {qualified}"
             for invariant in invariants:
-                true_state.set_path(invariant, PathFact.ON, f"`{name}()` is true here")
+                true_state.set_path(invariant, PathFact.ON, reason)
                 false_state.set_path(invariant, PathFact.OFF)
                 self._none_off_path(invariant, false_state)
             return true_state, false_state
         arguments = call_arguments(test)
         if isinstance(test.func, ast.Attribute) and test.func.attr == "is_empty" and not arguments:
             key = ref_key(test.func.value)
-            self._eval(test, state)
+            self.expressions.eval(test, state)
             true_state, false_state = state, state.copy()
             if key is not None:
-                value = self._lookup(key, state)
+                value = self.expressions.lookup(key, state)
                 if value.connector_output:
                     true_state.values[key] = dataclasses.replace(value, nullness=Nullness.NOT_NONE, empty=True)
                     false_state.values[key] = dataclasses.replace(value, nullness=Nullness.NOT_NONE)
             return true_state, false_state
         if callee in ("isinstance", "bool") and arguments and not arguments[0].star:
-            self._eval(test, state)
+            self.expressions.eval(test, state)
             subject = arguments[0].value
             if isinstance(subject, ast.NamedExpr):
                 subject = subject.target
             key = ref_key(subject)
             true_state, false_state = state, state.copy()
             if key is not None:
-                self._set_nullness(key, Nullness.NOT_NONE, true_state, f"`{callee}()` check")
+                self.set_nullness(key, Nullness.NOT_NONE, true_state, f"`{callee}()` check")
                 narrowed = self._isinstance_class(test) if callee == "isinstance" else None
                 held = true_state.values.get(key)
                 if narrowed and held is not None:
@@ -259,8 +282,8 @@ class Narrowing:
         be None, tested for the payload class, is None there)."""
         if not arguments or arguments[0].star or arguments[0].keyword is not None:
             return None
-        receiver = self._quiet_eval(test.func.value, state) if isinstance(test.func, ast.Attribute) else None
-        decl = self._callee_declaration(test, callee, receiver)
+        receiver = self.expressions.quiet_eval(test.func.value, state) if isinstance(test.func, ast.Attribute) else None
+        decl = self.expressions.callee_declaration(test, callee, receiver)
         returns = decl.returns if decl is not None else None
         if returns is None or returns.kind != "class" or len(returns.args) != 1:
             return None
@@ -269,7 +292,7 @@ class Narrowing:
             matches(returns.name, _TYPE_PREDICATES) or returns.name == predicate  # `def` read without its imports
         ):
             return None
-        self._eval(test, state)
+        self.expressions.eval(test, state)
         subject = arguments[0].value
         if isinstance(subject, ast.NamedExpr):
             subject = subject.target
@@ -278,13 +301,13 @@ class Narrowing:
         narrowed = returns.args[0]
         if key is None or narrowed.optional or narrowed.kind in ("none", "other"):
             return true_state, false_state  # `TypeGuard[X | None]` says nothing about None
-        name = f"`{self._code(test.func)}()` ({predicate})"
-        self._set_nullness(key, Nullness.NOT_NONE, true_state, f"{name} check")
-        held = false_state.values.get(key) or self._default_for_key(key)
+        name = f"`{self.context.source.code(test.func)}()` ({predicate})"
+        self.set_nullness(key, Nullness.NOT_NONE, true_state, f"{name} check")
+        held = false_state.values.get(key) or self.expressions.default_for_key(key)
         if predicate == "TypeIs" and held is not None and held.connector_output and narrowed.kind == "class" and (
-            self._payload_invariant(narrowed.name) == held.invariant != ""
+            self.expressions.payload_invariant(narrowed.name) == held.invariant != ""
         ):
-            self._set_nullness(key, Nullness.NONE, false_state, "")
+            self.set_nullness(key, Nullness.NONE, false_state, "")
         return true_state, false_state
 
     def _isinstance_class(self, test: ast.Call) -> str:
@@ -295,11 +318,12 @@ class Narrowing:
         spelled = dotted_name(arguments[1].value)
         if not spelled:
             return ""
-        decl = self.index.class_named(self.imports.resolve_dotted(spelled), self.module_name, self.reach)
+        context = self.context
+        decl = context.index.class_named(context.imports.resolve_dotted(spelled), context.module_name, context.reach)
         return decl.qualname if decl is not None else ""
 
-    def _set_nullness(self, key: str, nullness: Nullness, state: NullnessState, guard: str) -> None:
-        value = self._lookup(key, state)
+    def set_nullness(self, key: str, nullness: Nullness, state: NullnessState, guard: str) -> None:
+        value = self.expressions.lookup(key, state)
         if not value.tracked and value.nullness is Nullness.UNKNOWN:
             return
         state.values[key] = dataclasses.replace(

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from kvlint.flow.context import FlowContext
 from kvlint.flow.state import (
     Nullness,
     NullnessState,
     Value,
 )
-from kvlint.flow.syntax import Argument, call_arguments, is_none_literal, one_line
-from kvlint.sites import DerefTarget, SentinelUseKind, Site, SiteKind, Span
+from kvlint.binding.names import matches
+from kvlint.flow.syntax import Argument, call_arguments, is_none_literal
+from kvlint.sites import DerefTarget, SentinelUseKind, Site, SiteKind
+
+if TYPE_CHECKING:  # the parts call one another: `FlowAnalysis` sets up which part calls which
+    from kvlint.flow.expressions import Expressions
+    from kvlint.flow.statements import Statements
 
 
 SiteKey = tuple[object, ...]  # (kind, span, sink, sentinel use, invariant): one site of one invariant
@@ -23,6 +30,7 @@ def site_invariant(key: SiteKey) -> str:
 
 
 _ATTACHING_SITES = (SiteKind.SENTINEL_USE, SiteKind.KV_DROPPED, SiteKind.OUTPUT_CONSTRUCTION)
+_PATH_DECIDES = (SiteKind.SENTINEL_USE, SiteKind.OUTPUT_CONSTRUCTION)  # KVC002, KVC003: only on a connector path
 
 
 def _candidates(
@@ -41,112 +49,132 @@ def _candidates(
     )
 
 
-class Recording:
-    """Record sites; mixed into `FlowAnalysis`."""
+def value_names(value: Value) -> tuple[str, ...]:
+    """What a value's declarations resolved to (`Site.resolved`): the declaration that makes it maybe None, and
+    the payload class it is an instance of."""
+    return tuple(f"{role}: {name}" for role, name in (("declaration", value.declared_by), ("payload class", value.cls))
+                 if name)
 
-    def _span(self, node: ast.AST) -> Span:
-        return self.source.span(node)
 
-    def _code(self, node: ast.AST) -> str:
-        """The node's source as a message shows it (one line, no comments, shortened)."""
-        return one_line(self.source.segment(node))
+class Recorder:
+    """Record sites: what the flow knows at a point, as the rules read it."""
 
-    def _source(self, node: ast.AST) -> str:
-        """The node's source text as written."""
-        return self.source.segment(node)
+    statements: Statements
+    expressions: Expressions
 
-    def _record(
+    def __init__(self, context: FlowContext) -> None:
+        self.context = context
+
+    def record(
         self, kind: SiteKind, node: ast.AST, state: NullnessState | None = None, invariant: str = "",
         **facts: object,
     ) -> tuple[object, ...] | None:
         """Record a site of `invariant` (the first one when not known) and return its key; with `state`,
         its connector-path facts are that invariant's there."""
-        if not self.recording:
+        context = self.context
+        if not context.recording:
             return None
-        found = self.invariants.by_name.get(invariant) or self.invariants.by_name.get(self.invariants.first)
+        invariants = context.invariants
+        found = invariants.by_name.get(invariant) or invariants.by_name.get(invariants.first)
         invariant = found.name if found is not None else ""
         if state is not None:
             reason = state.connector_path_reason(invariant)
             facts.update(on_connector_path=bool(reason), path_reason=reason)
+            if reason in context.path_names and kind in _PATH_DECIDES:  # the path decides it: say whose guard
+                facts["resolved"] = (*facts.get("resolved", ()), context.path_names[reason])  # type: ignore[misc]
             if kind in _ATTACHING_SITES and (kind is not SiteKind.SENTINEL_USE or facts.get("sentinel_use") is
                                              SentinelUseKind.RETURNED):
-                known_empty = self._known_empty  # type: ignore[attr-defined]
+                known_empty = self.statements.known_empty
                 facts.update(zip(
                     ("candidates", "proven_candidates"),
                     _candidates(state, invariant, lambda key, value: known_empty(key, value, state)),
                 ))
-        span = self._span(node)
+        span = context.source.span(node)
         if "expression" not in facts:
-            facts["expression"] = self._code(node)
+            facts["expression"] = context.source.code(node)
         site = Site(
-            kind=kind, span=span, function=self.scope.qualname, invariant=invariant,
+            kind=kind, span=span, function=context.scope.qualname, invariant=invariant,
             field=found.field_name if found is not None else "",
             payload=found.payload_name if found is not None else "",
             **facts,  # type: ignore[arg-type]
         )
         key = (kind, span, site.sink, site.sentinel_use, invariant)
-        self.sites[key] = site
+        context.sites[key] = site
         return key
 
-    def _sink(
+    def sink(
         self, operand: ast.expr, value: Value, sink: str, at: ast.AST, state: NullnessState
     ) -> None:
         """Record a dereference of a tracked value (KVC001/KVC005 read these)."""
-        if not (self.recording and (value.connector_output or value.payload)):
+        context = self.context
+        if not (context.recording and (value.connector_output or value.payload)):
             return  # (a loop's first passes, until its facts settle, record nothing: no text to build)
-        self._record(
+        shielded = context.shielded
+        self.record(
             SiteKind.DEREFERENCE,
             at,
             invariant=value.invariant,
-            operand=self._code(operand),
-            operand_span=self._span(operand),
-            may_be_none=value.may_be_none and not self.shielded,
-            definitely_none=value.nullness is Nullness.NONE and not self.shielded,
-            guard=f"caught by {self.shielded}" if self.shielded and value.may_be_none else value.guard,
+            operand=context.source.code(operand),
+            operand_span=context.source.span(operand),
+            may_be_none=value.may_be_none and not shielded,
+            definitely_none=value.nullness is Nullness.NONE and not shielded,
+            guard=f"caught by {shielded}" if shielded and value.may_be_none else value.guard,
             origin=value.origin,
             deref_target=DerefTarget.PAYLOAD_FIELD if value.payload else DerefTarget.CONNECTOR_OUTPUT,
             sink=sink,
+            resolved=value_names(value),
             state=state,
         )
 
-    def _record_mutation(
+    def record_mutation(
         self, target: ast.AST, receiver: ast.expr, state: NullnessState, value: Value | None = None
     ) -> None:
         """KVC004; `value`, the receiver's, tells a member of the sentinel (or of a shallow copy) from itself."""
-        if not self.recording:
+        context = self.context
+        if not context.recording:
             return
-        if isinstance(target, ast.Attribute) and (self._code(receiver), target.attr) in self.initialising:
+        if isinstance(target, ast.Attribute) and (context.source.code(receiver), target.attr) in context.initialising:
             return  # gives the sentinel a field it lacks, once, when the module is imported
         member = ""
         if value is not None and value.sentinel_part:
             member = "shallow-copy member" if value.shallow_copy else "member"
-        self._record(
+        self.record(
             SiteKind.SENTINEL_USE,
             target,
             invariant=self._mutated_invariant(target, value),
             sentinel_use=SentinelUseKind.MUTATED,
-            operand=self._code(receiver),
+            operand=self.context.source.code(receiver),
             sink=member,
+            resolved=self.sentinel_names(receiver, state),
             state=state,
         )
+
+    def sentinel_names(self, spelled: ast.expr, state: NullnessState) -> tuple[str, ...]:
+        """`sentinel: vllm.v1.outputs.EMPTY_MODEL_RUNNER_OUTPUT` where the expression resolves to a configured
+        sentinel through the module's imports (a local bound to it, or a copy, names none)."""
+        resolved = self.expressions.resolve(spelled, state)
+        if resolved is None or not matches(resolved, self.context.invariants.empty_sentinels):
+            return ()
+        return (f"sentinel: {self.context.index.canonical(resolved)}",)
 
     def _mutated_invariant(self, target: ast.AST, value: Value | None) -> str:
         """The invariant a mutation of the sentinel speaks for: the field it sets, else the first whose
         sentinel it is (one finding, however many invariants share the sentinel)."""
-        if isinstance(target, ast.Attribute) and self.invariants.of_field(target.attr):
-            return self.invariants.of_field(target.attr)
+        if isinstance(target, ast.Attribute) and self.context.invariants.of_field(target.attr):
+            return self.context.invariants.of_field(target.attr)
         return value.sentinel_of[0] if value is not None and value.sentinel_of else ""
 
-    def _record_output_construction(self, node: ast.Call, state: NullnessState) -> list[tuple[object, ...]]:
+    def record_output_construction(self, node: ast.Call, state: NullnessState) -> list[tuple[object, ...]]:
         """Record `ModelRunnerOutput(...)` once per invariant whose output class it is; return the keys of
         the sites where it is built without that invariant's connector output."""
-        callee = self._resolve(node.func, state)
+        callee = self.expressions.resolve(node.func, state)
+        resolved = (f"output class: {self.expressions.class_of(callee)}",) if callee else ()
         arguments = call_arguments(node)
         positional = [arg for arg in arguments if arg.keyword is None and not arg.star]
         fields = self._positional_fields(node) if positional else ()
         bare = []
-        for invariant in self.invariants.with_output_class(callee) or self.invariant_names[:1]:
-            optional_fields = self.invariants.by_name[invariant].optional_fields
+        for invariant in self.context.invariants.with_output_class(callee) or self.context.invariant_names[:1]:
+            optional_fields = self.context.invariants.by_name[invariant].optional_fields
             carries: bool | None = False
             argument = ""
             if positional:
@@ -154,22 +182,23 @@ class Recording:
                 if carried is None:
                     carries = None  # cannot tell which field the positions fill
                 elif carried is not False:
-                    argument = self._code(carried)
+                    argument = self.context.source.code(carried)
                     carries = not is_none_literal(carried)
             for arg in arguments:
                 if arg.star:
                     carries = None
                 elif arg.keyword is not None and arg.keyword in optional_fields:
-                    argument = self._code(arg.value)
+                    argument = self.context.source.code(arg.value)
                     carries = not is_none_literal(arg.value)
                     break
-            key = self._record(
+            key = self.record(
                 SiteKind.OUTPUT_CONSTRUCTION,
                 node,
                 state=state,
                 invariant=invariant,
                 carries_connector_output=carries,
                 connector_output_argument=argument,
+                resolved=resolved,
             )
             if key is not None and carries is False:
                 bare.append(key)
@@ -177,9 +206,9 @@ class Recording:
 
     def _positional_fields(self, node: ast.Call) -> tuple[str, ...] | None:
         """The constructed class's positional field order; None when it is not known (a class outside the tree)."""
-        callee = self._resolve(node.func, NullnessState()) or ""
-        decl = self.index.class_named(callee, self.module_name, self.reach)
-        return self.index.fields(decl.qualname) if decl is not None else None
+        callee = self.expressions.resolve(node.func, NullnessState()) or ""
+        decl = self.context.index.class_named(callee, self.context.module_name, self.context.reach)
+        return self.context.index.fields(decl.qualname) if decl is not None else None
 
     @staticmethod
     def _positional_field(

@@ -11,12 +11,35 @@ from __future__ import annotations
 import ast
 import re
 import tokenize
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
-from kvlint.source import split_lines
+from kvlint.flow.syntax import one_line
+from kvlint.source import parse_source, split_lines
 from kvlint.sites import Span
 
 _DEFINITION_HEAD = re.compile(r"(?:async\s+)?(?:def|class)\s+")
+
+BATCH_CHARACTERS = 1 << 17  # the flow analysis parses and analyses about this much of the text at a time
+
+
+def parsed_batches(lines: Sequence[str], unit_starts: Sequence[int]) -> Iterator[ast.Module]:
+    """The text of `lines` parsed a batch of top-level units at a time, in order: only one batch's tree need
+    be alive while the flow analysis reads it (issue 27: memory per finding).
+
+    `unit_starts` are the (1-based) lines where a top-level statement of the text starts. Each batch is whole
+    units of at least `BATCH_CHARACTERS` (the last one what is left), preceded by as many line breaks as come
+    before it, so that its positions are those of a parse of the whole text, and so are its statements: a
+    unit ends where the next one starts a logical line at depth 0. A batch that does not parse raises the
+    `SourceError` of its own parse (the caller then parses the text whole).
+    """
+    begin = previous = 1
+    size = 0
+    for end in (*(start for start in unit_starts if 1 < start <= len(lines)), len(lines) + 1):
+        size += sum(map(len, lines[previous - 1 : end - 1]))
+        previous = end
+        if size >= BATCH_CHARACTERS or end > len(lines):
+            yield parse_source("\n" * (begin - 1) + "".join(lines[begin - 1 : end - 1]))
+            begin, size = end, 0
 
 
 class SourceText:
@@ -58,6 +81,10 @@ class SourceText:
             return self.lines[line - 1][column:end_column]
         return "".join([self.lines[line - 1][column:], *self.lines[line : end_line - 1],
                         self.lines[end_line - 1][:end_column]])
+
+    def code(self, node: ast.AST) -> str:
+        """The node's source as a message shows it (one line, no comments, shortened)."""
+        return one_line(self.segment(node))
 
     def name_of(self, definition: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> ast.AST:
         """A node at the name of a `def` or `class` (`ast` gives the name no position of its own)."""

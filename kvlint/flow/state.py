@@ -34,6 +34,7 @@ class Value:
     evidence: bool = False  # being non-None proves a connector is active
     sentinel: bool = False  # may be the shared empty sentinel itself
     origin: str = ""  # where a maybe-None value came from
+    declared_by: str = ""  # the qualified name of the declaration that says it may be None (`Site.resolved`)
     guard: str = ""  # how it was proven non-None
     cls: str = ""  # the declared class of the value when it is not None ("" unknown)
     cls_args: tuple[object, ...] = ()  # its type arguments (`TypeRef`s), for a generic class of the tree
@@ -113,6 +114,8 @@ def join_values(a: Value, b: Value) -> Value:
         evidence=(a.evidence or a.nullness is Nullness.NONE) and (b.evidence or b.nullness is Nullness.NONE),
         sentinel=a.sentinel or b.sentinel,
         origin=min(filter(None, (a.origin, b.origin)), default=""),
+        declared_by=a.declared_by if a.declared_by == b.declared_by or not b.declared_by else (
+            b.declared_by if not a.declared_by else ""),
         guard=a.guard if a.guard == b.guard else ("several guards" if a.guard and b.guard else ""),
         cls=a.cls if a.cls == b.cls else (a.cls or b.cls if Nullness.NONE in (a.nullness, b.nullness) else ""),
         cls_args=a.cls_args if a.cls_args == b.cls_args else (),

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import ast
 
-from kvlint.binding.annotations import AnnotationKind
-from kvlint.flow.recording import site_invariant
+from kvlint.binding.annotations import AnnotationKind, classify_annotation
+from kvlint.flow.context import FlowContext
+from kvlint.flow.recording import site_invariant, value_names
 from kvlint.flow.state import (
     FRESH,
     join_values,
@@ -35,6 +37,11 @@ from kvlint.binding.names import matches
 from kvlint.binding.summaries import is_test_module
 from kvlint.sites import SentinelUseKind, SiteKind
 
+if TYPE_CHECKING:  # the parts call one another: `FlowAnalysis` sets up which part calls which
+    from kvlint.flow.expressions import Expressions
+    from kvlint.flow.narrowing import Narrowing
+    from kvlint.flow.recording import Recorder
+
 NONE_ERRORS = ("AttributeError", "TypeError", "Exception", "BaseException")  # what `None.x` / `None[0]` raise
 SUPPRESSORS = ("contextlib.suppress",)
 MAX_LOOP_ITERATIONS = 4  # loops converge in two passes on real code; this bounds odd ones
@@ -42,14 +49,22 @@ MAX_FIXPOINT_DEPTH = 5  # deeper loop nests get a single pass from the widened h
 
 
 class Statements:
-    """Statement transfer functions; mixed into `FlowAnalysis`."""
+    """Statement transfer functions: each statement's effect on the state of the point after it."""
+
+    expressions: Expressions
+    narrowing: Narrowing
+    recorder: Recorder
+
+    def __init__(self, context: FlowContext) -> None:
+        self.context = context
 
     def _bind(self, key: str, value: Value, state: NullnessState) -> None:
         prefix_dot, prefix_index = key + ".", key + "["
         for existing in [k for k in state.values if k.startswith(prefix_dot) or k.startswith(prefix_index)]:
             del state.values[existing]
-        for existing in [k for k in self.declared_defaults if k.startswith(prefix_dot) or k.startswith(prefix_index)]:
-            del self.declared_defaults[existing]  # the receiver changed: its members' declarations may differ
+        declared_defaults = self.context.declared_defaults
+        for existing in [k for k in declared_defaults if k.startswith(prefix_dot) or k.startswith(prefix_index)]:
+            del declared_defaults[existing]  # the receiver changed: its members' declarations may differ
         for name, held in list(state.values.items()):
             if held.held_by and (held.held_by == key or held.held_by.startswith((prefix_dot, prefix_index))):
                 state.values[name] = dataclasses.replace(held, held_by="")  # `self.state = None`: only we hold it
@@ -63,48 +78,48 @@ class Statements:
     def _forget(self, name: str, state: NullnessState) -> None:
         """A `def`/`class` rebinds a name to something defined here: untrack it, but let
         it resolve to itself (a module defining `ModelRunnerOutput` then constructs it)."""
-        if self.scope.qualname != "<module>":
-            self.local_definitions.add(name)
+        if self.context.scope.qualname != "<module>":
+            self.context.local_definitions.add(name)
         for existing in [k for k in state.values if k == name or k.startswith((name + ".", name + "["))]:
             del state.values[existing]
 
-    def _assign(
+    def assign(
         self, target: ast.expr, value: Value, state: NullnessState, value_node: ast.AST | None
     ) -> None:
         if isinstance(target, ast.Name):
             source = ref_key(value_node) if isinstance(value_node, (ast.Attribute, ast.Subscript)) else None
             if value.kv_source and source is not None and source.startswith("self."):
                 value = dataclasses.replace(value, held_by=source)  # still stored on `self` as long as that stays
-            declared = self.declared_names.get(target.id)
+            declared = self.context.declared_names.get(target.id)
             if declared is not None and value.nullness is Nullness.UNKNOWN and not value.tracked:
                 # a value of unknown type takes the declared type, without its None (mypy: `X | Any`); a path
                 # that left the name None still joins in as maybe None
                 value = dataclasses.replace(declared, nullness=Nullness.NOT_NONE, guard="")
             if (
-                self.scope.qualname == "<module>"
-                and target.id not in self.imports.bindings
-                and matches(target.id, self.invariants.empty_sentinels)
+                self.context.scope.qualname == "<module>"
+                and target.id not in self.context.imports.bindings
+                and matches(target.id, self.context.invariants.empty_sentinels)
             ):
-                value = dataclasses.replace(self._sentinel_value(target.id), origin=f"`{target.id}`")
+                value = dataclasses.replace(self.expressions.sentinel_value(target.id), origin=f"`{target.id}`")
             elif value.sentinel and value_node is not None:
-                self._record(
+                self.recorder.record(
                     SiteKind.SENTINEL_USE,
                     target,
                     invariant=value.sentinel_of[0] if value.sentinel_of else "",
                     sentinel_use=SentinelUseKind.ALIASED,
-                    expression=f"{target.id} = {self._code(value_node)}",
+                    expression=f"{target.id} = {self.context.source.code(value_node)}",
                     state=state,
                 )
             self._bind(target.id, value, state)
         elif isinstance(target, ast.Attribute):
-            receiver = self._eval(target.value, state)
-            self._sink(target.value, receiver, f"attribute assignment `.{target.attr}`", target, state)
+            receiver = self.expressions.eval(target.value, state)
+            self.recorder.sink(target.value, receiver, f"attribute assignment `.{target.attr}`", target, state)
             if receiver.sentinel:
-                self._record_mutation(target, target.value, state, receiver)
-            invariant = self.invariants.of_field(target.attr)
+                self.recorder.record_mutation(target, target.value, state, receiver)
+            invariant = self.context.invariants.of_field(target.attr)
             if invariant:
                 self._attach(target.value, receiver, value, state, invariant)
-                self._record(
+                self.recorder.record(
                     SiteKind.OPTIONAL_WRITE,
                     target,
                     invariant=invariant,
@@ -112,11 +127,11 @@ class Statements:
                     guard=value.guard,
                     origin=value.origin,
                     state=state,
-                    connector_output_argument=self._code(value_node) if value_node is not None else "",
+                    connector_output_argument=self.context.source.code(value_node) if value_node is not None else "",
                 )
             key = ref_key(target)
             if key is not None:
-                payload_fields = self.invariants.payload_fields_of(receiver.invariant)
+                payload_fields = self.context.invariants.payload_fields_of(receiver.invariant)
                 if receiver.connector_output and target.attr in payload_fields:
                     value = dataclasses.replace(
                         value, payload=value.payload or value.nullness is not Nullness.UNKNOWN,
@@ -124,11 +139,11 @@ class Statements:
                     )
                 self._bind(key, value, state)
         elif isinstance(target, ast.Subscript):
-            receiver = self._eval(target.value, state)
-            self._sink(target.value, receiver, "subscript assignment", target, state)
+            receiver = self.expressions.eval(target.value, state)
+            self.recorder.sink(target.value, receiver, "subscript assignment", target, state)
             if receiver.sentinel or receiver.sentinel_part:
-                self._record_mutation(target, target.value, state, receiver)
-            self._eval_slices(target, state)
+                self.recorder.record_mutation(target, target.value, state, receiver)
+            self.expressions.eval_slices(target, state)
             receiver_key = ref_key(target.value)
             if receiver.local_container and receiver_key is not None and value.tracked:
                 item = join_values(receiver.item, value) if receiver.item is not None else value
@@ -138,7 +153,7 @@ class Statements:
                 self._invalidate(key, state)
         elif isinstance(target, (ast.Tuple, ast.List)):
             if value_node is not None and isinstance(value_node, ast.expr):
-                self._sink(value_node, value, "unpacking", value_node, state)
+                self.recorder.sink(value_node, value, "unpacking", value_node, state)
             elements = target.elts
             starred = any(isinstance(e, ast.Starred) for e in elements)
             parts = value.parts if value.parts is not None else self._named_tuple_parts(value, value_node)
@@ -146,41 +161,41 @@ class Statements:
             for number, element in enumerate(elements):
                 inner = element.value if isinstance(element, ast.Starred) else element
                 if parts is not None and not starred:
-                    self._assign(inner, parts[number], state, None)
+                    self.assign(inner, parts[number], state, None)
                 elif value.element is not None:  # unpacking a container: each target is one of its elements
                     whole = isinstance(element, ast.Starred)
                     each = Value(Nullness.NOT_NONE, element=value.element) if whole else value.element
-                    self._assign(inner, each, state, None)
+                    self.assign(inner, each, state, None)
                 else:
-                    self._assign(inner, UNTRACKED, state, None)
+                    self.assign(inner, UNTRACKED, state, None)
         elif isinstance(target, ast.Starred):
-            self._assign(target.value, value, state, None)
+            self.assign(target.value, value, state, None)
         else:
-            self._eval(target, state)
+            self.expressions.eval(target, state)
 
     def _named_tuple_parts(self, value: Value, value_node: ast.AST | None) -> tuple[Value, ...] | None:
         """Unpacking an instance of a NamedTuple of the tree: its fields, as its class declares them
         (`(..., ec_connector_output, ...) = self.execute_model_state` reads the step state's field)."""
         if not value.cls or value.nullness is not Nullness.NOT_NONE:
             return None
-        decl = self.index.class_named(value.cls)
+        decl = self.context.index.class_named(value.cls)
         if decl is None or not any(matches(base, ("NamedTuple",)) for base in decl.bases):
             return None
-        fields = self.index.fields(decl.qualname)
+        fields = self.context.index.fields(decl.qualname)
         if fields is None:
             return None
-        whole = self._code(value_node) if value_node is not None else "the tuple"
+        whole = self.context.source.code(value_node) if value_node is not None else "the tuple"
         return tuple(
-            self._declared_attribute(value, name, f"`{whole}.{name}`") or UNTRACKED for name in fields
+            self.expressions.declared_attribute(value, name, f"`{whole}.{name}`") or UNTRACKED for name in fields
         )
 
-    def _declare(self, name: str, annotation: ast.expr) -> None:
+    def declare(self, name: str, annotation: ast.expr) -> None:
         """Remember what a name is declared to hold: an assignment of a value kvlint cannot type takes it."""
-        declared = self._annotation_value(annotation, f"declared `{self._code(annotation)}`")
+        declared = self.expressions.annotation_value(annotation, f"declared `{self.context.source.code(annotation)}`")
         if declared is not None and (declared.tracked or declared.cls):
-            self.declared_names[name] = dataclasses.replace(declared, kv_source=False)
+            self.context.declared_names[name] = dataclasses.replace(declared, kv_source=False)
         else:
-            self.declared_names.pop(name, None)
+            self.context.declared_names.pop(name, None)
 
     def _attach(
         self, node: ast.expr, receiver: Value, value: Value, state: NullnessState, invariant: str
@@ -189,7 +204,7 @@ class Statements:
         if value.nullness is Nullness.NONE:
             return
         attached = frozenset(site for site in receiver.output_sites if site_invariant(site) == invariant)
-        self.attached_outputs.update(attached)
+        self.context.attached_outputs.update(attached)
         key = ref_key(node)
         if key is not None and (attached or receiver.empty_copy):
             lacking = tuple(other for other in receiver.sentinel_of if other != invariant)
@@ -198,7 +213,7 @@ class Statements:
                 empty_copy=receiver.empty_copy and bool(lacking), sentinel_of=lacking,
             )
 
-    def _block(self, statements: Sequence[ast.AST], state: NullnessState) -> NullnessState:
+    def block(self, statements: Sequence[ast.AST], state: NullnessState) -> NullnessState:
         """Run statements in order; mutates and returns the state."""
         for statement in statements:
             if not state.reachable:
@@ -211,24 +226,25 @@ class Statements:
         if handler is not None:
             return handler(node, state)
         if isinstance(node, ast.expr):
-            self._eval(node, state)
+            self.expressions.eval(node, state)
         return state
 
     def _stmt_Expr(self, node: ast.Expr, state: NullnessState) -> NullnessState:
-        value = self._eval(node.value, state)
+        value = self.expressions.eval(node.value, state)
         return unreachable() if value.never_returns else state
 
     def _stmt_Assign(self, node: ast.Assign, state: NullnessState) -> NullnessState:
-        value = self._eval(node.value, state)
+        value = self.expressions.eval(node.value, state)
         targets = list(node.targets)
         if not self._park(node, state):
-            self._hand_on([node.value], state)  # merged into, stored in or aliased by the targets: not dropped
+            # merged into, stored in or aliased by the targets: not dropped
+            self.expressions.hand_on([node.value], state)
         if len(targets) == 1 and isinstance(targets[0], ast.Name):
-            condition = self._condition_of(node.value, state)
+            condition = self.narrowing.condition_of(node.value, state)
             if condition is not None:
                 value = dataclasses.replace(FRESH, condition=condition)
         for target in targets:
-            self._assign(target, value, state, node.value)
+            self.assign(target, value, state, node.value)
         return state
 
     def _park(self, node: ast.Assign, state: NullnessState) -> bool:
@@ -237,33 +253,38 @@ class Statements:
         holder can ask what the callers do with it (`_check_parked`)."""
         target = node.targets[0] if len(node.targets) == 1 else None
         if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-                and isinstance(node.value, ast.Name) and self.invariants.of_field(target.attr)):
+                and isinstance(node.value, ast.Name) and self.context.invariants.of_field(target.attr)):
             return False
         holder, name = target.value.id, node.value.id
         held = state.values.get(name)
         receiver = state.values.get(holder, UNTRACKED)
         if (held is None or not held.kv_source or held.handed_on or holder in ("self", "cls")
                 or receiver.sentinel or receiver.empty_copy or receiver.output_sites
-                or (receiver.cls and matches(receiver.cls, self.invariants.output_classes))):
+                or (receiver.cls and matches(receiver.cls, self.context.invariants.output_classes))):
             return False
         state.values[name] = dataclasses.replace(held, handed_on=True, parked_on=holder)
-        self.parks[(self.scope.qualname, holder, name)] = node
+        self.context.parks[(self.context.scope.qualname, holder, name)] = node
         return True
+
+    def _classify(self, annotation: ast.expr) -> AnnotationKind | None:
+        if not any(name in self.context.source.segment(annotation) for name in self.context.payload_spellings):
+            return None
+        return classify_annotation(annotation, self.context.imports.resolve_dotted, self.context.config.payload_classes)
 
     def _stmt_AnnAssign(self, node: ast.AnnAssign, state: NullnessState) -> NullnessState:
         if node.value is not None:
-            self._hand_on([node.value], state)  # names only: evaluation order does not matter here
+            self.expressions.hand_on([node.value], state)  # names only: evaluation order does not matter here
         kind = self._classify(node.annotation)
         if isinstance(node.target, ast.Name):
-            self._declare(node.target.id, node.annotation)
+            self.declare(node.target.id, node.annotation)
         if kind is None and node.value is not None and isinstance(node.target, ast.Name):
-            declared = self._annotation_value(node.annotation, f"`{node.target.id}`")
-            value = self._eval(node.value, state)
+            declared = self.expressions.annotation_value(node.annotation, f"`{node.target.id}`")
+            value = self.expressions.eval(node.value, state)
             if declared is not None and value.nullness is Nullness.UNKNOWN and not value.tracked:
                 value = dataclasses.replace(declared, kv_source=False)
-            self._assign(node.target, value, state, node.value)
+            self.assign(node.target, value, state, node.value)
             return state
-        declared_payload = self._annotation_value(node.annotation, "") if kind is not None else None
+        declared_payload = self.expressions.annotation_value(node.annotation, "") if kind is not None else None
         invariant = declared_payload.invariant if declared_payload is not None else ""
         if node.value is None:
             if kind is AnnotationKind.OPTIONAL_PAYLOAD and isinstance(node.target, ast.Name):
@@ -273,48 +294,49 @@ class Statements:
                         Nullness.MAYBE_NONE,
                         connector_output=True,
                         evidence=True,
-                        origin=f"declared `{self._code(node.annotation)}`",
+                        origin=f"declared `{self.context.source.code(node.annotation)}`",
                         invariant=invariant,
                     ),
                     state,
                 )
             return state
-        value = self._eval(node.value, state)
+        value = self.expressions.eval(node.value, state)
         if kind is AnnotationKind.OPTIONAL_PAYLOAD:
             if value.nullness is Nullness.NONE or (value.nullness is not Nullness.UNKNOWN and not value.tracked):
                 value = dataclasses.replace(
                     value,
                     connector_output=True,
                     evidence=True,
-                    origin=value.origin or f"declared `{self._code(node.annotation)}`",
+                    origin=value.origin or f"declared `{self.context.source.code(node.annotation)}`",
                     invariant=value.invariant or invariant,
                 )
         elif kind is AnnotationKind.PAYLOAD and value.nullness is Nullness.UNKNOWN:
             value = Value(Nullness.NOT_NONE, connector_output=True, guard="annotated non-Optional", invariant=invariant)
-        self._assign(node.target, value, state, node.value)
+        self.assign(node.target, value, state, node.value)
         return state
 
     def _stmt_AugAssign(self, node: ast.AugAssign, state: NullnessState) -> NullnessState:
-        target_value = self._eval(node.target, state) if not isinstance(node.target, ast.Attribute) else None
+        target_value = self.expressions.eval(node.target, state) if not isinstance(node.target, ast.Attribute) else None
         if isinstance(node.target, ast.Attribute):
-            receiver = self._eval(node.target.value, state)
-            self._sink(node.target.value, receiver, f"attribute access `.{node.target.attr}`", node.target, state)
+            receiver = self.expressions.eval(node.target.value, state)
+            what = f"attribute access `.{node.target.attr}`"
+            self.recorder.sink(node.target.value, receiver, what, node.target, state)
             if receiver.sentinel:
-                self._record_mutation(node.target, node.target.value, state, receiver)
-            target_value = self._attribute_value(node.target, receiver, state)
+                self.recorder.record_mutation(node.target, node.target.value, state, receiver)
+            target_value = self.expressions.attribute_value(node.target, receiver, state)
             in_place = isinstance(node.value, (ast.List, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.Tuple))
             if target_value.sentinel_part and not receiver.sentinel and in_place:  # a list `+=` extends in place
-                self._record_mutation(node.target, node.target, state, target_value)
+                self.recorder.record_mutation(node.target, node.target, state, target_value)
         assert target_value is not None
         operator = operator_text(node.op) + "="  # `|=`: ast's op is the plain operator
-        self._sink(node.target, target_value, f"`{operator}`", node.target, state)
-        right = self._eval(node.value, state)
-        self._sink(node.value, right, f"`{operator}`", node.value, state)
+        self.recorder.sink(node.target, target_value, f"`{operator}`", node.target, state)
+        right = self.expressions.eval(node.value, state)
+        self.recorder.sink(node.value, right, f"`{operator}`", node.value, state)
         key = ref_key(node.target)
         if key is not None:
             kept = dataclasses.replace(target_value, nullness=Nullness.NOT_NONE) if target_value.tracked else UNTRACKED
             self._bind(key, kept, state)
-        self._hand_on([node.value], state)  # `done |= kvo.finished_sending or set()` consumes `kvo`
+        self.expressions.hand_on([node.value], state)  # `done |= kvo.finished_sending or set()` consumes `kvo`
         return state
 
     def _stmt_Delete(self, node: ast.Delete, state: NullnessState) -> NullnessState:
@@ -324,13 +346,13 @@ class Statements:
             targets = targets[0].elts
         for target in targets:
             if isinstance(target, ast.Attribute):
-                receiver = self._eval(target.value, state)
-                self._sink(target.value, receiver, f"attribute deletion `.{target.attr}`", target, state)
+                receiver = self.expressions.eval(target.value, state)
+                self.recorder.sink(target.value, receiver, f"attribute deletion `.{target.attr}`", target, state)
                 if receiver.sentinel:
-                    self._record_mutation(target, target.value, state, receiver)
+                    self.recorder.record_mutation(target, target.value, state, receiver)
             elif isinstance(target, ast.Subscript):
-                receiver = self._eval(target.value, state)
-                self._sink(target.value, receiver, "subscript deletion", target, state)
+                receiver = self.expressions.eval(target.value, state)
+                self.recorder.sink(target.value, receiver, "subscript deletion", target, state)
             key = ref_key(target)
             if key is not None:
                 self._invalidate(key, state)
@@ -339,36 +361,37 @@ class Statements:
     def _stmt_Return(self, node: ast.Return, state: NullnessState) -> NullnessState:
         value = Value(Nullness.NONE)
         if node.value is not None:
-            value = self._eval(node.value, state)
-            if self.parks and self.scope.producer and isinstance(node.value, ast.Name):
+            value = self.expressions.eval(node.value, state)
+            if self.context.parks and self.context.scope.producer and isinstance(node.value, ast.Name):
                 self._check_parked(node.value.id, state)
-            self._hand_on([node.value], state)
+            self.expressions.hand_on([node.value], state)
             if value.sentinel or value.empty_copy:
                 for invariant in value.sentinel_of:
-                    self._record(
+                    self.recorder.record(
                         SiteKind.SENTINEL_USE,
                         node,
                         invariant=invariant,
                         sentinel_use=SentinelUseKind.RETURNED,
-                        operand=self._code(node.value),
+                        operand=self.context.source.code(node.value),
+                        resolved=self.recorder.sentinel_names(node.value, state),
                         allowed_empty=self._allowed_empty(invariant, state),
                         unchecked_fields=self._unchecked_fields(invariant, state),
                         state=state,
                     )
-        if self.scope.producer:
+        if self.context.scope.producer:
             self._check_dropped(node, value, state)
         return unreachable()
 
     def _check_dropped(self, node: ast.Return, value: Value, state: NullnessState) -> None:
         """KVC006: a producer returns None, the sentinel, a bare copy or an output without the KV value it holds."""
-        unattached = value.output_sites - self.attached_outputs
+        unattached = value.output_sites - self.context.attached_outputs
         if not (value.nullness is Nullness.NONE or value.sentinel or value.empty_copy or unattached):
             return
         dropped = sorted(
             (key, held) for key, held in state.values.items()
             if "." not in key and "[" not in key and held.kv_source and held.connector_output
             and not held.handed_on and not held.held_by and held.nullness in (Nullness.MAYBE_NONE, Nullness.NOT_NONE)
-            and not self._known_empty(key, held, state)
+            and not self.known_empty(key, held, state)
         )
         reported: set[str] = set()
         for key, held in dropped:
@@ -382,13 +405,14 @@ class Statements:
                 continue  # what it returns carries this invariant's output
             if state.connector_path_reason(invariant) and (empty or bare):
                 continue  # KVC002 reports this return, or KVC003 the construction
-            self._record(
+            self.recorder.record(
                 SiteKind.KV_DROPPED,
                 node,
                 invariant=invariant,
                 operand=key,
                 origin=held.origin,
-                expression=f"return {self._code(node.value)}" if node.value is not None else "return",
+                expression=f"return {self.context.source.code(node.value)}" if node.value is not None else "return",
+                resolved=value_names(held),
                 state=state,
             )
 
@@ -398,44 +422,47 @@ class Statements:
         parked = sorted(
             (key, held) for key, held in state.values.items()
             if held.parked_on == holder and held.kv_source and held.invariant
-            and held.nullness in (Nullness.MAYBE_NONE, Nullness.NOT_NONE) and not self._known_empty(key, held, state)
+            and held.nullness in (Nullness.MAYBE_NONE, Nullness.NOT_NONE) and not self.known_empty(key, held, state)
         )
         if not parked:
             return
-        qualname = f"{self.module_name}.{self.scope.qualname}" if self.module_name else self.scope.qualname
-        declared = self.own_functions.get(qualname)
+        context = self.context
+        qualname = f"{context.module_name}.{context.scope.qualname}" if context.module_name else context.scope.qualname
+        declared = context.own_functions.get(qualname)
         holders = [
             name for name in (declared.returned_classes if declared is not None else ())
-            if not matches(name, self.invariants.output_classes)
+            if not matches(name, context.invariants.output_classes)
         ]
-        uses = [use for use in self.index.holder_uses(self.scope.qualname.rpartition(".")[2], holders)
-                if use.caller != qualname and not is_test_module(self.index.module_of(use.caller))]
+        uses = [use for use in context.index.holder_uses(context.scope.qualname.rpartition(".")[2], holders)
+                if use.caller != qualname and not is_test_module(context.index.module_of(use.caller))]
         if not uses or not all(use.drops for use in uses):
             return  # nobody known receives it, or somebody keeps it: handed on
         callers = tuple(f"`{use.caller}` (line {use.line})" for use in uses)
         for key, held in parked:
-            park = self.parks.get((self.scope.qualname, holder, key))
+            park = context.parks.get((context.scope.qualname, holder, key))
             if park is None:
                 continue
-            self._record(
+            self.recorder.record(
                 SiteKind.KV_DROPPED,
                 park,
                 invariant=held.invariant,
                 operand=key,
                 origin=held.origin,
-                expression=self._code(park),
+                expression=self.context.source.code(park),
                 parked_on=holder,
                 parked_class=uses[0].holder.rpartition(".")[2],
                 dropped_by=callers,
+                resolved=(*value_names(held), f"holder class: {uses[0].holder}",
+                          *(f"caller: {use.caller}" for use in uses)),
                 state=state,
             )
 
-    def _known_empty(self, key: str, value: Value, state: NullnessState) -> bool:
+    def known_empty(self, key: str, value: Value, state: NullnessState) -> bool:
         """The flow shows this connector output carries nothing: `is_empty()`, or every field its `is_empty()`
         counts falsy."""
         if value.empty:
             return True
-        fields = self._emptiness_fields(value.invariant)
+        fields = self.expressions.emptiness_fields(value.invariant)
         return bool(fields) and all(
             (field := state.values.get(f"{key}.{name}")) is not None and field.empty for name in fields
         )
@@ -444,7 +471,7 @@ class Statements:
         """At a return of the sentinel, under `empty-output = "allow-when-empty"`: the flow shows `invariant`'s
         connector output is empty here. Every connector output of it the function holds is None or known
         empty, and it holds at least one."""
-        found = self.invariants.by_name.get(invariant)
+        found = self.context.invariants.by_name.get(invariant)
         if found is None or found.empty_output != "allow-when-empty":
             return False
         held = [
@@ -453,16 +480,16 @@ class Statements:
             and value.kv_source
         ]
         return bool(held) and all(
-            value.nullness is Nullness.NONE or self._known_empty(key, value, state) for key, value in held
+            value.nullness is Nullness.NONE or self.known_empty(key, value, state) for key, value in held
         )
 
     def _unchecked_fields(self, invariant: str, state: NullnessState) -> tuple[str, ...]:
         """Under `allow-when-empty`, where a test showed some of a held connector output's fields empty but not
         all that its `is_empty()` counts: the fields left unchecked (the message names them)."""
-        found = self.invariants.by_name.get(invariant)
+        found = self.context.invariants.by_name.get(invariant)
         if found is None or found.empty_output != "allow-when-empty":
             return ()
-        fields = self._emptiness_fields(invariant)
+        fields = self.expressions.emptiness_fields(invariant)
         unchecked: set[str] = set()
         for key, value in state.values.items():
             if ("." in key or "[" in key or not value.connector_output or value.invariant != invariant
@@ -475,30 +502,30 @@ class Statements:
 
     def _stmt_Raise(self, node: ast.Raise, state: NullnessState) -> NullnessState:
         if node.exc is not None:
-            self._eval(node.exc, state)
+            self.expressions.eval(node.exc, state)
         if node.cause is not None:
-            self._eval(node.cause, state)
+            self.expressions.eval(node.cause, state)
         return unreachable()
 
     def _stmt_Assert(self, node: ast.Assert, state: NullnessState) -> NullnessState:
         if _is_false_literal(node.test):
             return unreachable()
-        true_state, _ = self._narrow(node.test, state, "assert")
+        true_state, _ = self.narrowing.narrow(node.test, state, "assert")
         if node.msg is not None:
-            self._eval(node.msg, state.copy())
+            self.expressions.eval(node.msg, state.copy())
         return true_state
 
     def _stmt_Pass(self, node: ast.Pass, state: NullnessState) -> NullnessState:
         return state
 
     def _stmt_Break(self, node: ast.Break, state: NullnessState) -> NullnessState:
-        if self.loops:
-            self.loops[-1].breaks.append(state)
+        if self.context.loops:
+            self.context.loops[-1].breaks.append(state)
         return unreachable()
 
     def _stmt_Continue(self, node: ast.Continue, state: NullnessState) -> NullnessState:
-        if self.loops:
-            self.loops[-1].continues.append(state)
+        if self.context.loops:
+            self.context.loops[-1].continues.append(state)
         return unreachable()
 
     def _stmt_Global(self, node: ast.Global | ast.Nonlocal, state: NullnessState) -> NullnessState:
@@ -509,35 +536,37 @@ class Statements:
     _stmt_Nonlocal = _stmt_Global
 
     def _stmt_Import(self, node: ast.Import | ast.ImportFrom, state: NullnessState) -> NullnessState:
-        if self.scope.qualname != "<module>":
+        if self.context.scope.qualname != "<module>":
             for alias in node.names:  # a local import hides a module global of the same name
                 spelled = alias.asname if alias.asname is not None else alias.name
                 if spelled and spelled != "*":  # `from m import *` binds no name we know
-                    self.local_definitions.add(spelled.partition(".")[0])
+                    self.context.local_definitions.add(spelled.partition(".")[0])
         return state
 
     _stmt_ImportFrom = _stmt_Import
 
     def _stmt_If(self, node: ast.If, state: NullnessState) -> NullnessState:
-        true_state, false_state = self._narrow(node.test, state, "if")
+        true_state, false_state = self.narrowing.narrow(node.test, state, "if")
         added = self._added_attribute(node.test)
         if added is not None:  # `if not hasattr(S, "x"): S.x = ...` at import: one-time set-up, not a step's change
-            self.initialising.add(added)
+            self.context.initialising.add(added)
         try:
-            after_body = self._block(node.body, true_state)
+            after_body = self.block(node.body, true_state)
         finally:
-            self.initialising.discard(added)  # type: ignore[arg-type]
+            self.context.initialising.discard(added)  # type: ignore[arg-type]
         if not node.orelse:
             after_else = false_state
         elif self._is_elif(node):
             after_else = self._stmt_If(node.orelse[0], false_state)  # narrowed even when unreachable
         else:
-            after_else = self._block(node.orelse, false_state)
-        return self.join(after_body, after_else)
+            after_else = self.block(node.orelse, false_state)
+        return self.narrowing.join(after_body, after_else)
 
     def _added_attribute(self, test: ast.expr) -> tuple[str, str] | None:
         """`not hasattr(receiver, "name")` in a module's own body: the receiver's code and the name."""
-        if self.scope.qualname != "<module>" or not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)):
+        if self.context.scope.qualname != "<module>" or not (
+            isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        ):
             return None
         call = test.operand
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "hasattr"
@@ -546,7 +575,7 @@ class Statements:
         name = call.args[1]
         if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
             return None
-        return self._code(call.args[0]), name.value
+        return self.context.source.code(call.args[0]), name.value
 
     @staticmethod
     def _is_elif(node: ast.If) -> bool:
@@ -556,22 +585,22 @@ class Statements:
 
     def _stmt_While(self, node: ast.While, state: NullnessState) -> NullnessState:
         def body(head: NullnessState) -> tuple[NullnessState, NullnessState]:
-            true_state, false_state = self._narrow(node.test, head, "while")
+            true_state, false_state = self.narrowing.narrow(node.test, head, "while")
             if _is_true_literal(node.test):
                 false_state = unreachable()
-            return self._block(node.body, true_state), false_state
+            return self.block(node.body, true_state), false_state
 
         return self._loop(state, body, node.orelse)
 
     def _stmt_For(self, node: ast.For | ast.AsyncFor, state: NullnessState) -> NullnessState:
-        iterable = self._eval(node.iter, state)
-        self._sink(node.iter, iterable, "iteration", node.iter, state)
+        iterable = self.expressions.eval(node.iter, state)
+        self.recorder.sink(node.iter, iterable, "iteration", node.iter, state)
 
         def body(head: NullnessState) -> tuple[NullnessState, NullnessState]:
             exhausted = head.copy()
             inner = head.copy()
-            self._assign(node.target, iterable.element or UNTRACKED, inner, None)
-            return self._block(node.body, inner), exhausted
+            self.assign(node.target, iterable.element or UNTRACKED, inner, None)
+            return self.block(node.body, inner), exhausted
 
         return self._loop(state, body, node.orelse)
 
@@ -582,37 +611,37 @@ class Statements:
         orelse: Sequence[ast.stmt],
     ) -> NullnessState:
         """Run a loop to a fixpoint without recording, then once recording."""
-        recording = self.recording
+        recording = self.context.recording
         head = entry
-        if self.fixpoint_depth < MAX_FIXPOINT_DEPTH:
-            self.recording = False
-            self.fixpoint_depth += 1
+        if self.context.fixpoint_depth < MAX_FIXPOINT_DEPTH:
+            self.context.recording = False
+            self.context.fixpoint_depth += 1
             for _ in range(MAX_LOOP_ITERATIONS):
                 frame = LoopFrame()
-                self.loops.append(frame)
+                self.context.loops.append(frame)
                 end, _ = body(head.copy())
-                self.loops.pop()
-                new_head = self.join_all([entry, end, *frame.continues])
+                self.context.loops.pop()
+                new_head = self.narrowing.join_all([entry, end, *frame.continues])
                 if new_head == head:
                     break
                 head = new_head
-            self.fixpoint_depth -= 1
-            self.recording = recording
+            self.context.fixpoint_depth -= 1
+            self.context.recording = recording
         frame = LoopFrame()
-        self.loops.append(frame)
+        self.context.loops.append(frame)
         end, exit_state = body(head.copy())
-        self.loops.pop()
+        self.context.loops.pop()
         if orelse:
-            exit_state = self._block(orelse, exit_state)
-        return self.join_all([exit_state, *frame.breaks])
+            exit_state = self.block(orelse, exit_state)
+        return self.narrowing.join_all([exit_state, *frame.breaks])
 
     _stmt_AsyncFor = _stmt_For
 
     def _stmt_Try(self, node: ast.Try | ast.TryStar, state: NullnessState) -> NullnessState:
         seen: list[NullnessState] = [state.copy()]
         current = state
-        shielded = self.shielded
-        self.shielded = shielded or self._catches_none_errors(node.handlers)
+        shielded = self.context.shielded
+        self.context.shielded = shielded or self._catches_none_errors(node.handlers)
         try:
             for statement in node.body:  # an exception may leave after any statement: the handlers see each state
                 if not current.reachable:
@@ -620,28 +649,28 @@ class Statements:
                 current = self._statement(statement, current)
                 seen.append(current.copy())
         finally:
-            self.shielded = shielded
-        handler_entry = self.join_all(seen)
+            self.context.shielded = shielded
+        handler_entry = self.narrowing.join_all(seen)
         outcomes: list[NullnessState] = []
         normal = current
         if node.orelse:
-            normal = self._block(node.orelse, normal)
+            normal = self.block(node.orelse, normal)
         outcomes.append(normal)
         for handler in node.handlers:
             handler_state = handler_entry.copy()
             if handler.type is not None:
-                self._eval(handler.type, handler_state)
+                self.expressions.eval(handler.type, handler_state)
             if handler.name is not None:
                 name = ast.copy_location(ast.Name(id=handler.name, ctx=ast.Store()), handler)
-                self._assign(name, UNTRACKED, handler_state, None)
-            outcomes.append(self._block(handler.body, handler_state))
-        after = self.join_all(outcomes)
+                self.assign(name, UNTRACKED, handler_state, None)
+            outcomes.append(self.block(handler.body, handler_state))
+        after = self.narrowing.join_all(outcomes)
         if not node.finalbody:
             return after
-        self._block(node.finalbody, self.join(after, handler_entry))
-        recording, self.recording = self.recording, False
-        result = self._block(node.finalbody, after) if after.reachable else after
-        self.recording = recording
+        self.block(node.finalbody, self.narrowing.join(after, handler_entry))
+        recording, self.context.recording = self.context.recording, False
+        result = self.block(node.finalbody, after) if after.reachable else after
+        self.context.recording = recording
         return result
 
     _stmt_TryStar = _stmt_Try
@@ -655,27 +684,27 @@ class Statements:
             for element in types:
                 caught = element.value if isinstance(element, ast.Starred) else element
                 if self._is_none_error(caught):
-                    return f"`except {self._code(caught)}`"
+                    return f"`except {self.context.source.code(caught)}`"
         return ""
 
     def _is_none_error(self, node: ast.expr) -> bool:
         """`AttributeError`, `TypeError` or a base of them: what dereferencing None raises."""
-        return matches(self.imports.resolve_dotted(dotted_name(node) or ""), NONE_ERRORS)
+        return matches(self.context.imports.resolve_dotted(dotted_name(node) or ""), NONE_ERRORS)
 
     def _stmt_With(self, node: ast.With | ast.AsyncWith, state: NullnessState) -> NullnessState:
-        shielded = self.shielded
+        shielded = self.context.shielded
         for item in node.items:
             expr = item.context_expr
             value = self._with_item_value(expr, state)
             if item.optional_vars is not None:
-                self._assign(item.optional_vars, value, state, None)
-            if isinstance(expr, ast.Call) and matches(self._resolve(expr.func, state), SUPPRESSORS):
+                self.assign(item.optional_vars, value, state, None)
+            if isinstance(expr, ast.Call) and matches(self.expressions.resolve(expr.func, state), SUPPRESSORS):
                 if any(self._is_none_error(arg.value) for arg in call_arguments(expr)):
-                    self.shielded = shielded or f"`{self._code(expr)}`"
+                    self.context.shielded = shielded or f"`{self.context.source.code(expr)}`"
         try:
-            after = self._block(node.body, state)
+            after = self.block(node.body, state)
         finally:
-            self.shielded = shielded
+            self.context.shielded = shielded
         for invariant, (fact, reason) in list(after.paths.items()):
             if fact is PathFact.ON and reason.startswith("inside `with "):
                 after.paths[invariant] = (fact, "after `with " + reason[len("inside `with "):])  # the block ended
@@ -685,62 +714,67 @@ class Statements:
 
     def _with_item_value(self, expr: ast.expr, state: NullnessState) -> Value:
         if isinstance(expr, ast.Call):
-            callee = self._resolve(expr.func, state)
-            invariants = self.invariants.with_context(callee)
+            callee = self.expressions.resolve(expr.func, state)
+            invariants = self.context.invariants.with_context(callee)
             if invariants:
-                self._eval_call_parts(expr, state)
+                self.expressions.eval_call_parts(expr, state)
                 name = callee.rpartition(".")[2] if callee else "?"
                 reason = f"inside `with {name}(...)`"
+                qualified = self.expressions.qualified_callee(callee)
+                if qualified:  # the reason it gives inside the block, and after it
+                    resolved = f"connector context: {qualified}"
+                    self.context.path_names[reason] = self.context.path_names[f"after `with {name}(...)`"] = resolved
                 for invariant in invariants:
-                    self._record(SiteKind.CONNECTOR_CONTEXT, expr, on_connector_path=True, path_reason=reason,
-                                 invariant=invariant)
+                    self.recorder.record(SiteKind.CONNECTOR_CONTEXT, expr, on_connector_path=True,
+                                         path_reason=reason, invariant=invariant)
                     state.set_path(invariant, PathFact.ON, reason)
                 return Value(
                     Nullness.NOT_NONE,
                     connector_output=True,
                     evidence=True,
-                    origin=f"`{self._code(expr)}`",
+                    origin=f"`{self.context.source.code(expr)}`",
                     guard="connector context",
                     kv_source=True,
                     invariant=invariants[0],  # what it yields is the first one's output
                 )
-            invariant = self.invariants.of_optional_context(callee)
+            invariant = self.context.invariants.of_optional_context(callee)
             if invariant:
-                self._eval_call_parts(expr, state)
+                self.expressions.eval_call_parts(expr, state)
                 return Value(
-                    Nullness.MAYBE_NONE, connector_output=True, evidence=True, origin=f"`{self._code(expr)}`",
-                    kv_source=True, invariant=invariant, none_off_path=True,
+                    Nullness.MAYBE_NONE, connector_output=True, evidence=True,
+                    origin=f"`{self.context.source.code(expr)}`", kv_source=True, invariant=invariant,
+                    none_off_path=True,
                 )
-        value = self._eval(expr, state)
-        self._sink(expr, value, "`with`", expr, state)
+        value = self.expressions.eval(expr, state)
+        self.recorder.sink(expr, value, "`with`", expr, state)
         return UNTRACKED
 
     def _stmt_Match(self, node: ast.Match, state: NullnessState) -> NullnessState:
-        self._eval(node.subject, state)
+        self.expressions.eval(node.subject, state)
         subject = ref_key(node.subject)
         outcomes: list[NullnessState] = []
         irrefutable = False
         for case in node.cases:
             case_state = state.copy()
             if subject is not None and isinstance(case.pattern, ast.MatchClass):
-                self._set_nullness(subject, Nullness.NOT_NONE, case_state, "class pattern in `match`")
+                self.narrowing.set_nullness(subject, Nullness.NOT_NONE, case_state, "class pattern in `match`")
             elif subject is not None and _is_none_pattern(case.pattern):
-                self._set_nullness(subject, Nullness.NONE, case_state, "")
+                self.narrowing.set_nullness(subject, Nullness.NONE, case_state, "")
                 if case.guard is None:  # later cases only see values that are not None
-                    self._set_nullness(subject, Nullness.NOT_NONE, state, "`case None` handled earlier")
+                    self.narrowing.set_nullness(subject, Nullness.NOT_NONE, state, "`case None` handled earlier")
             if subject is not None:
                 self._narrow_field_patterns(case.pattern, subject, case_state, state if case.guard is None else None)
             for name in _pattern_names(case.pattern):
                 self._invalidate(name, case_state)
             self._bind_pattern(case.pattern, case_state)
             if case.guard is not None:
-                case_state, _ = self._narrow(case.guard, case_state, "case guard")
+                case_state, _ = self.narrowing.narrow(case.guard, case_state, "case guard")
             elif isinstance(case.pattern, ast.MatchAs) and case.pattern.pattern is None:
                 irrefutable = True
-            outcomes.append(self._block(case.body, case_state))
+            outcomes.append(self.block(case.body, case_state))
         if not irrefutable:
             outcomes.append(state)
-        return self.join_all(outcomes)
+        return self.narrowing.join_all(outcomes)
 
     def _narrow_field_patterns(
         self, pattern: ast.pattern, subject: str, case_state: NullnessState, later: NullnessState | None
@@ -753,28 +787,29 @@ class Statements:
         if not isinstance(pattern, ast.MatchClass):
             return
         fields = [(key, inner) for key, inner in zip(pattern.kwd_attrs, pattern.kwd_patterns)
-                  if self.invariants.of_field(key)]
+                  if self.context.invariants.of_field(key)]
         others_irrefutable = not pattern.patterns and all(
             isinstance(inner, ast.MatchAs) and inner.pattern is None
-            for key, inner in zip(pattern.kwd_attrs, pattern.kwd_patterns) if not self.invariants.of_field(key)
+            for key, inner in zip(pattern.kwd_attrs, pattern.kwd_patterns) if not self.context.invariants.of_field(key)
         )
         for key, inner in fields:
             field_key = f"{subject}.{key}"
             if isinstance(inner, ast.MatchAs) and inner.pattern is not None:
                 inner = inner.pattern
             if _is_none_pattern(inner):
-                self._set_nullness(field_key, Nullness.NONE, case_state, "")
+                self.narrowing.set_nullness(field_key, Nullness.NONE, case_state, "")
                 if later is not None and others_irrefutable and len(fields) == 1:
-                    self._set_nullness(field_key, Nullness.NOT_NONE, later, f"`case ...({key}=None)` handled earlier")
+                    guard = f"`case ...({key}=None)` handled earlier"
+                    self.narrowing.set_nullness(field_key, Nullness.NOT_NONE, later, guard)
             elif isinstance(inner, ast.MatchClass):
-                self._set_nullness(field_key, Nullness.NOT_NONE, case_state, "class pattern in `match`")
+                self.narrowing.set_nullness(field_key, Nullness.NOT_NONE, case_state, "class pattern in `match`")
 
     def _bind_pattern(self, pattern: ast.pattern, state: NullnessState) -> None:
         """`case Output(kv_connector_output=kvo)` reads the field; `case KVConnectorOutput() as k` narrows `k`."""
         captured = pattern.name if isinstance(pattern, ast.MatchAs) else None
         if isinstance(pattern, ast.MatchAs) and captured is not None and isinstance(pattern.pattern, ast.MatchClass):
-            callee = self.imports.resolve_dotted(dotted_name(pattern.pattern.cls) or "")
-            invariant = self.invariants.of_payload_class(callee)
+            callee = self.context.imports.resolve_dotted(dotted_name(pattern.pattern.cls) or "")
+            invariant = self.context.invariants.of_payload_class(callee)
             if invariant:
                 state.values[captured] = Value(
                     Nullness.NOT_NONE, connector_output=True, guard="class pattern in `match`", invariant=invariant
@@ -782,50 +817,53 @@ class Statements:
             pattern = pattern.pattern
         if not isinstance(pattern, ast.MatchClass):
             return
-        class_name = self.imports.resolve_dotted(dotted_name(pattern.cls) or "")
-        payload_of = self._payload_invariant(class_name)
-        receiver = Value(Nullness.NOT_NONE, cls=self._class_of(class_name), connector_output=bool(payload_of),
-                         invariant=payload_of)
+        class_name = self.context.imports.resolve_dotted(dotted_name(pattern.cls) or "")
+        payload_of = self.expressions.payload_invariant(class_name)
+        receiver = Value(Nullness.NOT_NONE, cls=self.expressions.class_of(class_name),
+                         connector_output=bool(payload_of), invariant=payload_of)
         for key, inner in zip(pattern.kwd_attrs, pattern.kwd_patterns):
             if isinstance(inner, (ast.MatchClass, ast.MatchAs)) and not (
                 isinstance(inner, ast.MatchAs) and inner.pattern is None
             ):
                 self._bind_pattern(inner, state)  # `kv_connector_output=KVConnectorOutput(finished_sending=s)`
-            if payload_of and key in self.invariants.payload_fields_of(payload_of) and isinstance(
+            if payload_of and key in self.context.invariants.payload_fields_of(payload_of) and isinstance(
                 inner, ast.MatchAs
             ) and inner.pattern is None and inner.name is not None:
                 state.values[inner.name] = dataclasses.replace(  # a payload set captured: None unless declared
-                    self._payload_field(receiver, key, None, f"the `{key}=` pattern", state), origin=f"`{inner.name}`"
+                    self.expressions.payload_field(receiver, key, None, f"the `{key}=` pattern", state),
+                    origin=f"`{inner.name}`",
                 )
                 continue
-            invariant = self.invariants.of_field(key)
+            invariant = self.context.invariants.of_field(key)
             if (invariant and isinstance(inner, ast.MatchAs)
                     and inner.pattern is None and inner.name is not None):
-                declared = self._declared_attribute(receiver, key, f"`{inner.name}`")
-                state.values[inner.name] = declared or self._field_source(
+                declared = self.expressions.declared_attribute(receiver, key, f"`{inner.name}`")
+                state.values[inner.name] = declared or self.expressions.field_source(
                     f"the `{key}=` pattern", invariant
                 )
 
     def _stmt_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef, state: NullnessState) -> NullnessState:
         for decorator in node.decorator_list:
-            self._eval(decorator, state)
-        self._eval_defaults(node.args, state)
-        qualname = node.name if self.scope.qualname == "<module>" else f"{self.scope.qualname}.{node.name}"
-        if self.recording:
-            scope = self._nested_scope(qualname, state)
-            if not self.scope.in_class_body:
+            self.expressions.eval(decorator, state)
+        self.expressions.eval_defaults(node.args, state)
+        enclosing = self.context.scope.qualname
+        qualname = node.name if enclosing == "<module>" else f"{enclosing}.{node.name}"
+        if self.context.recording:
+            scope = self.expressions.nested_scope(qualname, state)
+            if not self.context.scope.in_class_body:
                 scope = dataclasses.replace(scope, class_name="")  # a function nested in a method has no `self`
-            self.pending.append((node, dataclasses.replace(scope, in_class_body=False)))
+            self.context.pending.append((node, dataclasses.replace(scope, in_class_body=False)))
         self._forget(node.name, state)
         return state
 
     _stmt_AsyncFunctionDef = _stmt_FunctionDef
 
     def _stmt_ClassDef(self, node: ast.ClassDef, state: NullnessState) -> NullnessState:
-        qualname = node.name if self.scope.qualname == "<module>" else f"{self.scope.qualname}.{node.name}"
-        if self.recording:
-            class_name = f"{self.module_name}.{qualname}" if self.module_name else qualname
-            self.pending.append((node, ScopeContext(
+        enclosing = self.context.scope.qualname
+        qualname = node.name if enclosing == "<module>" else f"{enclosing}.{node.name}"
+        if self.context.recording:
+            class_name = f"{self.context.module_name}.{qualname}" if self.context.module_name else qualname
+            self.context.pending.append((node, ScopeContext(
                 qualname, class_name=class_name, in_class_body=True
             )))
         self._forget(node.name, state)

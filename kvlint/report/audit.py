@@ -23,7 +23,7 @@ from kvlint import __version__
 from kvlint.config import Config
 from kvlint.findings import Finding
 from kvlint.invariants import EMPTY_OUTPUT_POLICIES, Invariant
-from kvlint.report.json import finding_record
+from kvlint.report.json import finding_record, resolved_record
 from kvlint.rules import RULES
 from kvlint.running.runner import RunResult
 from kvlint.sites import DerefTarget, SentinelUseKind, Site, SiteKind
@@ -68,6 +68,7 @@ class OutputConstruction:
     on_connector_path: bool
     path_reason: str
     invariant: str = ""  # the invariant the entry belongs to (`kv`, `ec`)
+    resolved: tuple[str, ...] = ()  # the qualified names that decided it, "role: name" (`Site.resolved`)
 
 
 @dataclass(frozen=True, order=True)
@@ -125,6 +126,7 @@ class Dereference:
     origin: str
     on_connector_path: bool
     invariant: str = ""  # the invariant the entry belongs to (`kv`, `ec`)
+    resolved: tuple[str, ...] = ()  # the qualified names that decided it, "role: name" (`Site.resolved`)
 
 
 @dataclass(frozen=True, order=True)
@@ -140,6 +142,7 @@ class SentinelUse:
     path_reason: str
     invariant: str = ""  # the invariant the entry belongs to (`kv`, `ec`)
     allowed_empty: bool = False  # a return that `empty-output = "allow-when-empty"` accepts (its output is empty)
+    resolved: tuple[str, ...] = ()  # the qualified names that decided it, "role: name" (`Site.resolved`)
 
 
 @dataclass(frozen=True, order=True)
@@ -156,6 +159,7 @@ class DroppedKVOutput:
     # parked on a returned holder its callers drop: `holder` (`Class`), and the callers that drop it
     parked_on: str = ""
     dropped_by: tuple[str, ...] = ()
+    resolved: tuple[str, ...] = ()  # the qualified names that decided it, "role: name" (`Site.resolved`)
 
 
 @dataclass(frozen=True, order=True)
@@ -267,7 +271,8 @@ class AuditReport:
                  "invariant": c.invariant, "expression": c.expression,
                  "carries_connector_output": c.carries_connector_output,
                  "connector_output_argument": c.connector_output_argument,
-                 "on_connector_path": c.on_connector_path, "path_reason": c.path_reason}
+                 "on_connector_path": c.on_connector_path, "path_reason": c.path_reason,
+                 "resolved": resolved_record(c.resolved)}
                 for c in self.output_constructions
             ],
             "payload_constructions": [
@@ -294,21 +299,21 @@ class AuditReport:
                 {**d.position.record(), "function": d.function,
                  "invariant": d.invariant, "expression": d.expression, "operand": d.operand,
                  "target": d.target, "sink": d.sink, "guarded": d.guarded, "guard": d.guard, "origin": d.origin,
-                 "on_connector_path": d.on_connector_path}
+                 "on_connector_path": d.on_connector_path, "resolved": resolved_record(d.resolved)}
                 for d in self.dereferences
             ],
             "sentinel_uses": [
                 {**u.position.record(), "function": u.function,
                  "invariant": u.invariant, "expression": u.expression, "use": u.use,
                  "operand": u.operand, "on_connector_path": u.on_connector_path, "path_reason": u.path_reason,
-                 "allowed_empty": u.allowed_empty}
+                 "allowed_empty": u.allowed_empty, "resolved": resolved_record(u.resolved)}
                 for u in self.sentinel_uses
             ],
             "dropped_kv_outputs": [
                 {**d.position.record(), "function": d.function,
                  "invariant": d.invariant, "expression": d.expression, "operand": d.operand,
                  "origin": d.origin, "on_connector_path": d.on_connector_path,
-                 "parked_on": d.parked_on, "dropped_by": list(d.dropped_by)}
+                 "parked_on": d.parked_on, "dropped_by": list(d.dropped_by), "resolved": resolved_record(d.resolved)}
                 for d in self.dropped_kv_outputs
             ],
             "connector_scopes": [
@@ -396,7 +401,7 @@ def _entry(path: str, site: Site, test_file: bool = False) -> object:
     if kind is SiteKind.OUTPUT_CONSTRUCTION:
         return OutputConstruction(position, site.function, site.expression, site.carries_connector_output,
                                   site.connector_output_argument, site.on_connector_path, site.path_reason,
-                                  site.invariant)
+                                  site.invariant, site.resolved)
     if kind is SiteKind.PAYLOAD_CONSTRUCTION:
         return PayloadConstruction(position, site.function, site.expression, site.on_connector_path,
                                    site.path_reason, site.invariant)
@@ -409,15 +414,16 @@ def _entry(path: str, site: Site, test_file: bool = False) -> object:
     if kind is SiteKind.DEREFERENCE:
         target = (site.deref_target or DerefTarget.CONNECTOR_OUTPUT).value
         return Dereference(position, site.function, site.expression, site.operand, target, site.sink,
-                           not site.may_be_none, site.guard, site.origin, site.on_connector_path, site.invariant)
+                           not site.may_be_none, site.guard, site.origin, site.on_connector_path, site.invariant,
+                           site.resolved)
     if kind is SiteKind.SENTINEL_USE:
         use = site.sentinel_use.value if site.sentinel_use is not None else ""
         return SentinelUse(position, site.function, site.expression, use, site.operand, site.on_connector_path,
-                           site.path_reason, site.invariant, site.allowed_empty)
+                           site.path_reason, site.invariant, site.allowed_empty, site.resolved)
     if kind is SiteKind.KV_DROPPED:
         parked = f"{site.parked_on} ({site.parked_class})" if site.parked_on else ""
         return DroppedKVOutput(position, site.function, site.expression, site.operand, site.origin,
-                               site.on_connector_path, site.invariant, parked, site.dropped_by)
+                               site.on_connector_path, site.invariant, parked, site.dropped_by, site.resolved)
     scope_kind = {SiteKind.CONNECTOR_FUNCTION: "function", SiteKind.CONNECTOR_GUARD: "guard"}.get(kind, "context")
     return ConnectorScope(position, site.function, scope_kind, site.expression, site.path_reason, site.invariant)
 
@@ -432,6 +438,7 @@ _POSITION = {"path": {"type": "string"}, "line": {"type": "integer", "minimum": 
              "end_column": {"type": "integer", "minimum": 1}}
 _STRING, _BOOL, _COUNT = {"type": "string"}, {"type": "boolean"}, {"type": "integer", "minimum": 0}
 _STRINGS = {"type": "array", "items": _STRING}
+_RESOLVED = {"type": "array", "items": _object({"role": _STRING, "name": _STRING})}
 _SITE = {**_POSITION, "test_file": _BOOL, "function": _STRING, "invariant": _STRING, "expression": _STRING}
 
 # The JSON Schema (draft 2020-12) of `kvlint audit --format json`; docs/audit.md explains each field.
@@ -459,7 +466,8 @@ AUDIT_JSON_SCHEMA: dict[str, object] = {
         "files": {"type": "array", "items": _object({"path": _STRING, "analysed": _BOOL, "test_file": _BOOL})},
         "output_constructions": {"type": "array", "items": _object({
             **_SITE, "carries_connector_output": {"type": ["boolean", "null"]},
-            "connector_output_argument": _STRING, "on_connector_path": _BOOL, "path_reason": _STRING})},
+            "connector_output_argument": _STRING, "on_connector_path": _BOOL, "path_reason": _STRING,
+            "resolved": _RESOLVED})},
         "payload_constructions": {"type": "array", "items": _object({
             **_SITE, "on_connector_path": _BOOL, "path_reason": _STRING})},
         "connector_output_accesses": {"type": "array", "items": _object({
@@ -468,13 +476,14 @@ AUDIT_JSON_SCHEMA: dict[str, object] = {
             **_SITE, "value": _STRING, "may_be_none": _BOOL, "on_connector_path": _BOOL, "path_reason": _STRING})},
         "dereferences": {"type": "array", "items": _object({
             **_SITE, "operand": _STRING, "target": {"enum": [t.value for t in DerefTarget]}, "sink": _STRING,
-            "guarded": _BOOL, "guard": _STRING, "origin": _STRING, "on_connector_path": _BOOL})},
+            "guarded": _BOOL, "guard": _STRING, "origin": _STRING, "on_connector_path": _BOOL,
+            "resolved": _RESOLVED})},
         "sentinel_uses": {"type": "array", "items": _object({
             **_SITE, "use": {"enum": [u.value for u in SentinelUseKind]}, "operand": _STRING,
-            "on_connector_path": _BOOL, "path_reason": _STRING, "allowed_empty": _BOOL})},
+            "on_connector_path": _BOOL, "path_reason": _STRING, "allowed_empty": _BOOL, "resolved": _RESOLVED})},
         "dropped_kv_outputs": {"type": "array", "items": _object({
             **_SITE, "operand": _STRING, "origin": _STRING, "on_connector_path": _BOOL,
-            "parked_on": _STRING, "dropped_by": {"type": "array", "items": _STRING}})},
+            "parked_on": _STRING, "dropped_by": {"type": "array", "items": _STRING}, "resolved": _RESOLVED})},
         "connector_scopes": {"type": "array", "items": _object({
             **_SITE, "kind": {"enum": ["context", "guard", "function"]}, "path_reason": _STRING})},
         # the elements of `kvlint check --format json`, which promises "at least" these keys

@@ -35,7 +35,13 @@ def finding_record(finding: Finding) -> dict[str, object]:
         "invariant": finding.invariant or None,
         "fix": fix_record(finding),
         "fix_unavailable": finding.no_fix or None,
+        "resolved": resolved_record(finding.resolved),
     }
+
+
+def resolved_record(resolved: Sequence[str]) -> list[dict[str, str]]:
+    """The qualified names that decided a finding or a site, in order: `{role, name}` each (`Site.resolved`)."""
+    return [dict(zip(("role", "name"), entry.split(": ", 1))) for entry in resolved]
 
 
 def fix_record(finding: Finding) -> dict[str, object] | None:

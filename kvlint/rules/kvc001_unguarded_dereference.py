@@ -236,6 +236,7 @@ def merge(outputs):
     options=("optional-fields", "payload-class", "optional-contexts"),
     check=check,
     fix=fix,
+    fix_applicabilities=frozenset({Applicability.UNSAFE}),
     mypy_dereference=DerefTarget.CONNECTOR_OUTPUT,
     fix_doc=(
         "Unsafe: every form skips work, or yields None, where the code used to raise, and only you know what "

@@ -129,6 +129,7 @@ def sample(self, grammar_output):
     check=check,
     fix=fix,
     fix_rewrites_return=True,
+    fix_applicabilities=frozenset({Applicability.UNSAFE}),
     fix_doc=(
         "Unsafe: callers that received None (or the bare sentinel) now receive an output carrying the KV "
         "output, on a path kvlint cannot show is a connector path. When the dropped value `v` is the one "

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kvlint.fixing.model import Fix
+from kvlint.fixing.model import Applicability, Fix
 from kvlint.sites import DerefTarget, Site
 
 if TYPE_CHECKING:
@@ -42,6 +42,10 @@ class Rule:
     # its fix rewrites the reported `return`: where findings of several invariants share that `return`, one
     # attaching helper would hand on only one of their outputs (`FixContext.shared_returns`)
     fix_rewrites_return: bool = False
+    # what its fixes can be: a run whose report shows only the fixes that apply (`kvlint check --quiet` without
+    # `--unsafe-fixes`) builds none of a rule whose fixes are all unsafe (tests/test_fix_demand.py holds each
+    # rule to what it declares)
+    fix_applicabilities: frozenset[Applicability] = frozenset(Applicability)
 
     def documentation(self) -> str:
         """Render the rule's documentation as `kvlint explain` prints it."""

@@ -80,7 +80,8 @@ def _edit_from_json(value: list[Any]) -> Edit:
 
 
 def finding_from_json(row: list[Any]) -> Finding:
-    checks = {"str": string, "int": _number, "Fix | None": _fix_from_json}
+    checks = {"str": string, "int": _number, "Fix | None": _fix_from_json,
+              "tuple[str, ...]": lambda value: tuple(string(name) for name in value)}
     return Finding(*(checks[f.type](value) for f, value in zip(fields(Finding), row, strict=True)))
 
 

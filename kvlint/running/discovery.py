@@ -204,12 +204,17 @@ class _Walker:
                 return False
             yield from self.emit(entry.path, info, reason, shown=shown)
             return False
-        try:
-            info, reason = entry.stat(follow_symlinks=False), ""
+        try:  # the type the directory listing gave (no `lstat` of each file, where the file system says it)
+            regular = entry.is_file(follow_symlinks=False)
         except OSError as exc:
-            info, reason = None, _reason(exc)
-        yield from self.emit(entry.path, info, reason, key=real if info is not None else "", shown=shown)
+            yield from self.emit(entry.path, None, _reason(exc), shown=shown)
+            return False
+        yield from self.emit(entry.path, _REGULAR if regular else _OTHER, "", key=real, shown=shown)
         return False
+
+
+_REGULAR = os.stat_result((stat.S_IFREG, 0, 0, 0, 0, 0, 0, 0, 0, 0))  # what `emit` reads of a file's status
+_OTHER = os.stat_result((0, 0, 0, 0, 0, 0, 0, 0, 0, 0))  # not a regular file (a FIFO, a socket, a device)
 
 
 def _display_child(shown: str, name: str) -> str:
@@ -225,9 +230,13 @@ def read_source(path: Path) -> bytes:
     flags |= getattr(os, "O_BINARY", 0)
     fd = os.open(path, flags)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
-        chunks = []
+        first = os.read(fd, info.st_size + 1)  # one read: a regular file gives less than asked only at its end
+        if len(first) == info.st_size:
+            return first
+        chunks = [first]  # it changed size since its status was taken (or a short read): read on to the end
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
         return b"".join(chunks)

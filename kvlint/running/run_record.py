@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from kvlint.findings import Finding
     from kvlint.running.private_dir import PrivateDir
 
-CACHE_FORMAT = 8  # bump when an entry's or a record's layout changes
+CACHE_FORMAT = 9  # bump when an entry's or a record's layout changes
 RACY_NS = 2 * 10**9  # a status younger than this at its recording is verified by content (FAT's 2 s ticks)
 RECORD_LIMIT = 256 * 2**20
 

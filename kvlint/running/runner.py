@@ -6,6 +6,7 @@ calls `run`; the result is identical whatever the job count or file order.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import time
@@ -17,8 +18,10 @@ from typing import TYPE_CHECKING, Any
 from kvlint.running.collector import collect_garbage_rarely
 from kvlint.config import Config
 from kvlint.running.discovery import SourceFile, UnreadablePath, iter_python_files, read_source
-from kvlint.engine import EVERYTHING, FileReport, PreparedFile, analyse_prepared, encoding_problem, prepare_source
-from kvlint.source import module_name_for
+from kvlint.engine import (
+    EVERYTHING, FileReport, PreparedFile, analyse_prepared, encoding_problem, on_analysis_thread, prepare_source,
+)
+from kvlint.running.module_names import ModuleNames
 from kvlint.byte_scan import mentions_any
 from kvlint.findings import Finding
 from kvlint.rules import INTERNAL_ERROR, UNREADABLE
@@ -34,6 +37,8 @@ if TYPE_CHECKING:
     from kvlint.running.cache import CachedFile, ResultCache
 
 PARALLEL_THRESHOLD = 4  # below this many files found, worker start-up costs more than it saves
+HELD_CHARACTERS = 1 << 14  # a prepared file up to this size stays in its worker (`_prepare_held`)
+_module_names = ModuleNames()  # this run's (`run` and `index_tree` start anew; a worker fills its own copy)
 
 
 def default_jobs() -> int:
@@ -48,6 +53,7 @@ def run(
     paths: Sequence[Path], config: Config, jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None, everything: bool = False,
     cache_dir: Path | None = None, suppress: bool = True, index_needed: bool = False,
+    fixes: bool | frozenset[str] = True, sites: bool = True,
 ) -> RunResult:
     """Check every Python file under `paths` with `config`.
 
@@ -68,8 +74,14 @@ def run(
     facts are the record's, and a new record is written at the end.
     `suppress=False` keeps what `# noqa`, select/ignore and per-file-ignores would drop
     (`--report-unused-noqa` compares the two); such a run uses no cache.
+    `fixes`: the fixes to build (`engine.analyse_prepared`): all, none, or those of these rules' findings, for
+    a report that shows no others; a run with a cache builds all, as its reports are kept for any report.
+    `sites=False`: the reports carry no sites (a report of findings alone: the workers then send back a
+    fraction of what they found).
     """
+    global _module_names
     started = time.perf_counter()
+    _module_names = ModuleNames()
     if cache_dir is not None and suppress and not index_needed:
         replayed = replay(paths, config, cache_dir, everything)
         if replayed is not None:
@@ -77,25 +89,30 @@ def run(
             return replayed
     seen_ns = time.time_ns()  # what a status recorded in this run is settled against
     jobs = jobs or default_jobs()
+    if cache_dir is not None:
+        fixes, sites = True, True
     result = RunResult()
     cache = _RunCache.open(cache_dir, config, everything, paths, seen_ns) if cache_dir is not None and suppress \
         else None
     listed: list[str] | None = [] if cache is not None else None
-    entries = list(iter_python_files(paths, config, listed))
-    result.files_found = len(entries)
+    listing = _Listing(iter_python_files(paths, config, listed))  # read as it is found
+    entries = listing.found
     names = EVERYTHING if everything else config.names()
     unreadable: list[Finding] = []
     skipped: list[tuple[SourceFile, bytes]] = []
     relevant: Iterable[tuple[SourceFile, bytes, Config, tuple[str, ...]] | object] = (  # read and scanned
         (source, data, config, names) if _is_relevant(source, data, names, skipped, unreadable, cache)  # as the
         else STILL_READING  # workers parse what it found: a skipped file lets the pool hand out what waits
-        for source, data in _read(entries, unreadable, cache)
+        for source, data in _read(listing, unreadable, cache)
     )
     if cache is not None:
         relevant = cache.unknown(relevant)
     jobs = min(jobs, default_jobs())  # more workers than CPUs only cost; the pool forks no more than its items
-    with _Pool(jobs, len(entries)) as pool:
-        prepared = pool.map(_prepare, relevant, on_crash=_prepare_crashed, size=_byte_count)
+    _held.clear()
+    with _Pool(jobs, listing.at_least) as pool:
+        given: list[tuple[SourceFile, bytes, Config, tuple[str, ...], int]] = []
+        prepared, work = _prepared_work(given, pool.map(  # what a worker holds is analysed there
+            _prepare_held, _numbered(relevant, given), on_crash=_prepare_crashed, size=_byte_count))
         declarations = [entry for p in prepared for entry in p.declarations]
         if cache is not None:
             declarations += cache.recalled_declarations()
@@ -113,34 +130,39 @@ def run(
         # worker analyses, this process reads the skipped files for what could change it (rarely anything)
         index = build.provisional
         extra_names = EVERYTHING if everything else tuple(sorted(index.candidate_names()))
-        work = [_Analysis(p.display_path, len(p.text), prepared=p) for p in prepared]
         reports: list[FileReport] = []
         if cache is not None:  # the index first, as the callers' cached reports are picked with it
             build.scan_all()
             index = build.final()[0]
+            callers: list[tuple[SourceFile, bytes, Config, tuple[str, ...], int]] = []
             caller_work = list(cache.unknown([(f, d, config, extra_names) for f, d in build.callers]))
-            work += [_Analysis(p.display_path, len(p.text), prepared=p)
-                     for p in pool.map(_prepare, caller_work, on_crash=_prepare_crashed)]
+            work += _prepared_work(callers, pool.map(
+                _prepare_held, list(_numbered(caller_work, callers, len(given))), on_crash=_prepare_crashed))[1]
             reused, stale = cache.reports_for(cache.store.index_key(index, extra_names))
             reports += reused
             work += stale
         work.sort(key=lambda w: (-w.size, w.display_path))  # the longest first: workers finish together
 
-        def task(item: _Analysis | object) -> object:
-            return (item, config, extra_names, suppress) if isinstance(item, _Analysis) else item  # or STILL_READING
+        def task(item: _Analysis | object) -> object:  # an item, or STILL_READING as it is
+            return (item, config, extra_names, suppress, fixes, sites) if isinstance(item, _Analysis) else item
 
         tasks = [task(w) for w in work] if cache is not None else map(task, _then_callers(work, build, extra_names))
         analysed = pool.map(  # the index goes to each worker once (vLLM's is 0.3 MB), not with each file
-            _analyse, tasks, progress, on_crash=_analyse_crashed, shared=index, size=_work_size,
+            _analyse, tasks, progress, on_crash=_analyse_crashed, shared=index, size=_work_size, batch=_analyse_batch,
+            route=_holder, away=_away,
         )
         if cache is None:
             index, changed = build.final()
             if changed:  # a skipped file changed the index: what was analysed with the provisional one is redone
                 analysed = pool.map(_analyse, [task(w) for w in work], progress, on_crash=_analyse_crashed,
-                                    shared=index, size=_work_size)
+                                    shared=index, size=_work_size, batch=_analyse_batch, route=_holder,
+                                    away=_away)
         if cache is not None:
             cache.remember(work, analysed)
         reports += analysed
+    _held.clear()
+    listing.finish()  # read to its end by now, but for a run whose every file was skipped without a map's help
+    result.files_found = len(entries)
     result.pool_problem = pool.problem
     result.index = index
     reports += [FileReport(f.path, findings=(f,)) for f in unreadable]  # KVC901, and KVC900 of skipped files
@@ -158,6 +180,36 @@ def run(
     return result
 
 
+class _Listing:
+    """The files discovery finds, handed on as they are found; `found` has each one handed on or looked ahead at."""
+
+    def __init__(self, files: Iterator[SourceFile | UnreadablePath]):
+        self.files, self.found = files, []  # type: list[SourceFile | UnreadablePath]
+        self.handed = 0
+
+    def __iter__(self) -> Iterator[SourceFile | UnreadablePath]:
+        while True:
+            if self.handed == len(self.found):
+                entry = next(self.files, None)
+                if entry is None:
+                    return
+                self.found.append(entry)
+            self.handed += 1
+            yield self.found[self.handed - 1]
+
+    def at_least(self, count: int) -> bool:
+        """Whether the run has `count` files or more (discovery looks ahead as far as it must to say)."""
+        while len(self.found) < count:
+            entry = next(self.files, None)
+            if entry is None:
+                return False
+            self.found.append(entry)
+        return True
+
+    def finish(self) -> None:
+        self.found.extend(self.files)
+
+
 def _then_callers(work: list[_Analysis], build: IndexBuild, extra_names: tuple[str, ...]) -> Iterator[object]:
     """The files to analyse, then (while workers analyse them) the skipped files' scan, a step at a time, then
     the callers it found, each prepared where it is analysed; `work` gets them too."""
@@ -173,12 +225,64 @@ def _then_callers(work: list[_Analysis], build: IndexBuild, extra_names: tuple[s
 @dataclass
 class _Analysis:
     """One file to analyse: prepared already, or its bytes to prepare first (a file whose cached report is stale,
-    or a caller of an Optional-returning function that the scan of the skipped files found)."""
+    or a caller of an Optional-returning function that the scan of the skipped files found); `held`: the
+    process id of the worker that prepared it and keeps it (`_held`), and its number there. A held file goes
+    to its worker as that number alone, to any other process with its bytes (`_away`), which it prepares again."""
 
     display_path: str
     size: int
-    prepared: PreparedFile | None = None
+    prepared: PreparedFile | None = None  # what this process has of it (for a held file: `_slim`)
     unprepared: tuple[SourceFile, bytes, tuple[str, ...]] | None = None
+    held: tuple[int, int] | None = None
+
+    def __getstate__(self) -> dict[str, object]:
+        state = dict(self.__dict__)
+        if self.held is not None:
+            state["prepared"] = state["unprepared"] = None  # the holder has it
+        elif self.unprepared is not None:
+            state["prepared"] = None  # its bytes are smaller than what was made of them
+        return state
+
+
+def _away(task: _Task) -> _Task:
+    """A held file's analysis as it goes to a process that does not hold it: with its bytes."""
+    return (dataclasses.replace(task[0], held=None), *task[1:])  # type: ignore[return-value]
+
+
+_held: dict[int, PreparedFile] = {}  # in a worker: the files it prepared this run, by their number
+
+
+def _numbered(items: Iterable[Any], given: list[Any], start: int = 0) -> Iterator[Any]:
+    """The items to prepare, each with its number in this run (a key of `_held`), its file as two strings (a
+    `Path` costs 6 us to pickle); `given` gets each one as it was, with the number."""
+    for item in items:
+        if item is not STILL_READING:
+            source, data, config, names = item
+            number = start + len(given) + 1
+            given.append((source, data, config, names, number))
+            item = ((os.fspath(source.path), source.display_path), data, config, names, number)
+        yield item
+
+
+def _prepared_work(given: list[tuple[SourceFile, bytes, Config, tuple[str, ...], int]],
+                   results: list[tuple[PreparedFile, int]]) -> tuple[list[PreparedFile], list[_Analysis]]:
+    """What this process has of the prepared files, and their analyses (each to the worker that holds it)."""
+    prepared = [p for p, _ in results]
+    work = [  # a large file, or one whose worker crashed (no holder), is analysed as it came
+        _Analysis(p.display_path, len(p.text), prepared=p, unprepared=(source, data, names) if holder else None,
+                  held=(holder, number) if holder else None)
+        for (p, holder), (source, data, _, names, number) in zip(results, given)
+    ]
+    return prepared, work
+
+
+def _holder(task: object) -> int | None:
+    """The worker an analysis goes to: the one that holds the file prepared (`WorkerPool.map`'s `route`)."""
+    held = task[0].held if isinstance(task, tuple) else None
+    return held[0] if held is not None else None
+
+
+_Task = tuple[_Analysis, Config, tuple[str, ...], bool, "bool | frozenset[str]", bool]  # what an analysis is given
 
 
 class _Unread:
@@ -282,7 +386,7 @@ class _RunCache:
                 yield item
                 continue
             source, data, config, names = item
-            module = module_name_for(source.path)
+            module = _module_names(source.path)
             key = self.store.file_key(source.display_path, *module, _bytes(data) if not isinstance(data, _Unread)
                                       else None, self.digest(source, data))
             cached = self.store.recall(key)
@@ -439,28 +543,68 @@ def _unreadable(display_path: str, reason: str) -> Finding:
     return Finding(display_path, 1, 0, UNREADABLE, f"cannot read: {reason}", 1, 0)
 
 
-def _byte_count(args: tuple[SourceFile, bytes, Config, tuple[str, ...]]) -> int:
+def _byte_count(args: tuple[tuple[str, str], bytes, Config, tuple[str, ...], int]) -> int:
     return len(args[1])
 
 
-def _work_size(args: tuple[_Analysis, Config, tuple[str, ...], bool]) -> int:
+def _work_size(args: _Task) -> int:
     return args[0].size
+
+
+def _prepare_held(args: tuple[tuple[str, str], bytes, Config, tuple[str, ...], int]) -> tuple[PreparedFile, int]:
+    """`_prepare`; a small file is kept in this process for the analysis (`_held`), and what goes back is `_slim`
+    and the process id; a large one goes back whole (0: held nowhere), for any worker to analyse: large files
+    are few, and going to whichever worker is free, they keep the workers' shares of the analysis even."""
+    (path, display_path), data, config, extra_names, number = args
+    module_name, is_package = _module_names(path)
+    prepared = prepare_source(data, display_path, config, module_name, is_package, extra_names, keep_tree=True)
+    if len(prepared.text) > HELD_CHARACTERS:
+        return prepared, 0
+    _held[number] = prepared
+    return _slim(prepared), os.getpid()
+
+
+def _slim(prepared: PreparedFile) -> PreparedFile:
+    """What the run needs of a prepared file where it does not analyse it: its text, declarations and status."""
+    return PreparedFile(prepared.display_path, prepared.module_name, text=prepared.text,
+                        declarations=prepared.declarations, relevant=prepared.relevant, error=prepared.error,
+                        fallback_error=prepared.fallback_error)
 
 
 def _prepare(args: tuple[SourceFile, bytes, Config, tuple[str, ...]]) -> PreparedFile:
     source, data, config, extra_names = args
-    module_name, is_package = module_name_for(source.path)
+    module_name, is_package = _module_names(source.path)
     return prepare_source(data, source.display_path, config, module_name, is_package, extra_names)
 
 
-def _analyse(args: tuple[_Analysis, Config, tuple[str, ...], bool]) -> FileReport:
-    work, config, names, suppress = args
+def _analyse(args: _Task) -> FileReport:
+    return _analyse_ready(_ready(args), args)
+
+
+def _analyse_batch(batch: list[_Task]) -> list[FileReport]:
+    """`_analyse` of each, in a worker: the files to prepare are prepared here, then all are analysed in one
+    stay on the analysis thread (`engine.on_analysis_thread`), not one hand-over to it each."""
+    ready = [(_ready(args), args) for args in batch]
+    return on_analysis_thread(lambda: [_analyse_ready(prepared, args) for prepared, args in ready])
+
+
+def _ready(args: _Task) -> PreparedFile:
+    """The file prepared: as this process holds it, as it came, or from its bytes."""
+    work, config = args[0], args[1]
+    held = _held.get(work.held[1]) if work.held is not None and work.held[0] == os.getpid() else None
+    if held is not None:
+        return held
+    if work.unprepared is None:
+        return work.prepared  # type: ignore[return-value]
+    source, data, prepare_names = work.unprepared
+    return _prepare((source, data, config, prepare_names))
+
+
+def _analyse_ready(prepared: PreparedFile, args: _Task) -> FileReport:
+    _, config, names, suppress, fixes, sites = args
     index: TreeIndex = shared_with_workers()
-    prepared = work.prepared
-    if prepared is None:
-        source, data, prepare_names = work.unprepared  # type: ignore[misc]
-        prepared = _prepare((source, data, config, prepare_names))
-    return analyse_prepared(prepared, config, index, names, suppress)
+    report = analyse_prepared(prepared, config, index, names, suppress, fixes)
+    return report if sites or not report.sites else dataclasses.replace(report, sites=())
 
 
 def index_tree(paths: Sequence[Path], config: Config) -> tuple[TreeIndex, frozenset[str]]:
@@ -469,6 +613,8 @@ def index_tree(paths: Sequence[Path], config: Config) -> tuple[TreeIndex, frozen
     For a host that analyses files one at a time but was given a whole tree
     (flake8): it then sees the same index `kvlint check` builds for `run`.
     """
+    global _module_names
+    _module_names = ModuleNames()
     names = config.names()
     candidates = list(_read(iter_python_files(paths, config), []))
     relevant: list[tuple[SourceFile, bytes]] = []
@@ -616,7 +762,7 @@ def caller_names(index: TreeIndex, config: Config) -> tuple[str, ...]:
     ))
 
 
-def _Pool(jobs: int, size: int) -> WorkerPool:  # noqa: N802 - reads as the class it returns
+def _Pool(jobs: int, size: int | Callable[[int], bool]) -> WorkerPool:  # noqa: N802 - reads as the class it returns
     """The run's worker processes (`kvlint.running.worker_pool`); fewer than PARALLEL_THRESHOLD files need none."""
     return WorkerPool(jobs, size, PARALLEL_THRESHOLD, initializer=_warm_worker)
 
@@ -638,9 +784,9 @@ def _crashed(display_path: str) -> Finding:
                    "the analysis process crashed on this file (run with --verbose and report it)", 1, 0)
 
 
-def _prepare_crashed(args: tuple[SourceFile, bytes, Config, tuple[str, ...]]) -> PreparedFile:
-    return PreparedFile(args[0].display_path, "", error=_crashed(args[0].display_path))
+def _prepare_crashed(args: tuple[tuple[str, str], bytes, Config, tuple[str, ...], int]) -> tuple[PreparedFile, int]:
+    return PreparedFile(args[0][1], "", error=_crashed(args[0][1])), 0
 
 
-def _analyse_crashed(args: tuple[_Analysis, Config, tuple[str, ...], bool]) -> FileReport:
+def _analyse_crashed(args: _Task) -> FileReport:
     return FileReport(args[0].display_path, findings=(_crashed(args[0].display_path),))

@@ -42,7 +42,7 @@ def shared() -> Any:
     return _shared
 
 
-def _install_shared(blob: bytes | None) -> None:  # a task of its own: `_Worker.share`
+def _install_shared(blob: bytes | None) -> None:  # with a worker's first task of a map (`_Worker.give`)
     global _shared
     _shared = None if blob is None else pickle.loads(blob)
 
@@ -62,15 +62,12 @@ class _Worker:
         self.pid, self.tasks, self.results = pid, tasks, results
         self.shared_blob: bytes | None = None  # the `shared` object it holds, as it was sent
 
-    def share(self, blob: bytes | None) -> None:
-        """Give the worker a map's `shared` object (None: none), unless it holds it already; OSError, EOFError
-        if it died."""
-        if blob is self.shared_blob:
-            return
-        self.send((_install_shared, [blob]))
-        succeeded, value = pickle.load(self.results)
-        if not succeeded:
-            raise value
+    def give(self, function: Callable[[Any], Any], items: list[Any], batch: Callable[[list[Any]], list[Any]] | None,
+             blob: bytes | None) -> None:
+        """Send the worker a task, with the map's `shared` object (None: none) unless it holds it already (in
+        the same message: no round trip of its own); OSError if it died."""
+        fresh = blob is not self.shared_blob
+        self.send((function, items, batch, fresh, blob if fresh else None))
         self.shared_blob = blob
 
     def send(self, task: object) -> None:
@@ -104,8 +101,14 @@ class _Worker:
 class WorkerPool:
     """Map functions over items in worker processes, results in order; see the module's docstring."""
 
-    def __init__(self, jobs: int, size: int, threshold: int = 1, initializer: Callable[[], None] | None = None):
-        self.parallel = jobs > 1 and size >= threshold and hasattr(os, "fork")
+    def __init__(self, jobs: int, size: int | Callable[[int], bool], threshold: int = 1,
+                 initializer: Callable[[], None] | None = None):
+        """`size`: how many items the run has, or a function that says whether it has at least so many (asked
+        when the first map would start the workers)."""
+        self._enough: Callable[[], bool] = (
+            (lambda: size >= threshold) if isinstance(size, int) else (lambda: size(threshold))  # type: ignore
+        )
+        self.parallel = jobs > 1 and hasattr(os, "fork")
         self.jobs = jobs
         self.initializer = initializer
         self.workers: list[_Worker] = []
@@ -129,7 +132,10 @@ class WorkerPool:
     def map(self, function: Callable[[Any], Any], items: Iterable[Any],
             progress: Callable[[int, int], None] | None = None,
             on_crash: Callable[[Any], Any] | None = None, shared: Any = None,
-            size: Callable[[Any], int] | None = None) -> list[Any]:
+            size: Callable[[Any], int] | None = None,
+            batch: Callable[[list[Any]], list[Any]] | None = None,
+            route: Callable[[Any], int | None] | None = None, away: Callable[[Any], Any] | None = None,
+            all_working: bool = False) -> list[Any]:
         """`function(item)` for each item, in order; an item whose process dies twice gets `on_crash(item)`.
 
         `items` may be a generator that does work of its own (the runner reads and scans files in it): it is
@@ -138,6 +144,13 @@ class WorkerPool:
         one, up to `jobs`; while this process still reads a generator, one worker fewer works. `progress(done,
         total)` is called per item once the total is known. `shared` is sent to each worker once, where
         `function` reads it with `shared()`. With `size`, the largest waiting item is handed out first.
+        `batch(items)`, when given, is what a worker calls for a task's items instead of `function` on each (it
+        must give what `function` would, item by item; a retried item gets `function` alone).
+        `route(item)`: the process id of the worker that should take the item (it holds what the item needs),
+        or None; `away(item)` is what goes in its place to any other process. A worker with no item of its own
+        left takes the others' once all are read, the smallest first (it redoes what the holder would have
+        skipped). `all_working`: every worker works while this process still reads (what they then hold comes
+        out even between them).
         """
         total = len(items) if isinstance(items, Sized) else None
         source = iter(items)
@@ -145,16 +158,20 @@ class WorkerPool:
         if self.parallel and not self.started:
             received += itertools.islice(_items(source), 2)
             if len(received) < 2:
-                return _in_process(function, received, progress, shared)
+                return _in_process(function, received, progress, shared, batch, size)
+            if not self._enough():  # so few, worker start-up would cost more than it saves
+                self.parallel = False
+                return _in_process(function, [*received, *_items(source)], progress, shared, batch, size)
             self._start()
         if not self.workers:
-            return _in_process(function, [*received, *_items(source)], progress, shared)
-        feed = _Feed(source, received, size)
+            return _in_process(function, [*received, *_items(source)], progress, shared, batch, size)
+        feed = _Feed(source, received, size, route)
         if total is not None:
             feed.read_all()  # a list: every item is known at once, and batches can be cut fairly
         blob = None if shared is None else pickle.dumps(shared, protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            return self._distribute(function, feed, total, progress, on_crash, shared, blob)
+            sent = _Sent(route, away)
+            return self._distribute(function, feed, total, progress, on_crash, shared, blob, batch, all_working, sent)
         except BaseException:
             self.close(kill=True)  # a worker may still be on an item: no later call may read its answer
             raise
@@ -173,10 +190,12 @@ class WorkerPool:
     def _distribute(self, function: Callable[[Any], Any], feed: _Feed, total: int | None,
                     progress: Callable[[int, int], None] | None,
                     on_crash: Callable[[Any], Any] | None, shared: Any = None,
-                    blob: bytes | None = None) -> list[Any]:
+                    blob: bytes | None = None, batch: Callable[[list[Any]], list[Any]] | None = None,
+                    all_working: bool = False, sent: _Sent | None = None) -> list[Any]:
         """Hand the items out to idle workers, reading ahead while all are busy; the answers, in order."""
         results: dict[int, Any] = {}
         busy: dict[int, tuple[_Worker, list[int]]] = {}  # result fd -> (worker, the indices of its items)
+        sent = sent or _Sent(None, None)
         idle = list(self.workers)
 
         def finished(index: int, value: Any) -> None:
@@ -187,7 +206,8 @@ class WorkerPool:
         while True:
             # while this process still reads and scans the items it hands out, it uses a CPU itself: as many
             # workers as the others work meanwhile (on two CPUs, reading alone is the run's critical path)
-            working = self.jobs if total is not None or feed.exhausted else max(1, self.jobs - 1)
+            working = self.jobs if total is not None or feed.exhausted or all_working else max(1, self.jobs - 1)
+            starved = False  # the idle workers' items are still to be read: the others' wait for them
             while len(busy) < working and feed.waiting():
                 if not idle and len(self.workers) < self.jobs and not self.problem:
                     worker = self._fork()
@@ -196,45 +216,57 @@ class WorkerPool:
                         idle.append(worker)
                 if not idle:
                     break
-                worker = idle.pop()
-                batch = feed.take_batch(self._batch_items(feed, total))
+                worker, taken = None, []
+                for candidate in reversed(idle):
+                    taken = feed.take_batch(self._batch_items(feed, total), candidate.pid, self._pids())
+                    if taken:
+                        worker = candidate
+                        break
+                if worker is None:
+                    starved = True
+                    break
+                idle.remove(worker)
                 try:
-                    worker.share(blob)
-                    worker.send((function, [feed.items[index] for index in batch]))
+                    worker.give(function, [sent.to(worker.pid, feed.items[index]) for index in taken], batch, blob)
                 except (OSError, EOFError, pickle.UnpicklingError):  # it died while idle: the items are done
-                    values = self._after_crash(worker, function, [feed.items[i] for i in batch], on_crash, idle, blob)
-                    for index, value in zip(batch, values):
+                    values = self._after_crash(worker, function, [sent.to(0, feed.items[i]) for i in taken], on_crash,
+                                               idle, blob)
+                    for index, value in zip(taken, values):
                         finished(index, value)
                     continue
-                busy[worker.results.fileno()] = (worker, batch)
-            if not busy:  # no worker could be started, or every one died: the rest here
+                busy[worker.results.fileno()] = (worker, taken)
+            if not busy and not starved:  # no worker could be started, or every one died: the rest here
                 with _sharing(shared):
                     for index in feed.rest():
                         finished(index, function(feed.items[index]))
                 return [results[index] for index in range(len(feed.items))]
-            reading = not feed.exhausted and (not idle or len(busy) >= working)  # read ahead rather than wait
+            reading = not feed.exhausted and (starved or not idle or len(busy) >= working)  # read rather than wait
             if reading:
                 feed.read()
             ready, _, _ = select.select(list(busy), [], [], 0 if reading else None)
             for fd in ready:
-                worker, batch = busy.pop(fd)
+                worker, taken = busy.pop(fd)
                 try:
                     succeeded, values = pickle.load(worker.results)
                 except Exception:  # noqa: BLE001 - EOF or a torn pickle: the worker died on one of these items
-                    values = self._after_crash(worker, function, [feed.items[i] for i in batch], on_crash, idle, blob)
+                    values = self._after_crash(worker, function, [sent.to(0, feed.items[i]) for i in taken], on_crash,
+                                               idle, blob)
                 else:
                     if not succeeded:
                         raise values
                     idle.append(worker)
-                for index, value in zip(batch, values):
+                for index, value in zip(taken, values):
                     finished(index, value)
 
     def _batch_items(self, feed: _Feed, total: int | None) -> int:
         """How many items the next task may take: up to `BATCH_ITEMS`, but no more than a fair share of what
         is left, so that the workers finish together (all of it is known once the source is read)."""
         if total is None and not feed.exhausted:
-            return max(1, min(BATCH_ITEMS, len(feed.pending) // 2))  # still reading: what waits, shared
-        return max(1, min(BATCH_ITEMS, len(feed.pending) // (2 * self.jobs)))
+            return max(1, min(BATCH_ITEMS, feed.count() // 2))  # still reading: what waits, shared
+        return max(1, min(BATCH_ITEMS, feed.count() // (2 * self.jobs)))
+
+    def _pids(self) -> frozenset[int]:
+        return frozenset(worker.pid for worker in self.workers)
 
     def _after_crash(self, worker: _Worker, function: Callable[[Any], Any], items: list[Any],
                      on_crash: Callable[[Any], Any] | None, idle: list[_Worker],
@@ -260,12 +292,27 @@ class WorkerPool:
             return None
 
 
+class _Sent:
+    """What goes to a process in an item's place: the item to the worker it is routed to, `away(item)` to any
+    other (a fresh process retrying it after a crash, too)."""
+
+    def __init__(self, route: Callable[[Any], int | None] | None, away: Callable[[Any], Any] | None):
+        self.route, self.away = route, away
+
+    def to(self, pid: int, item: Any) -> Any:
+        if self.away is None or self.route is None or self.route(item) == pid:
+            return item
+        return self.away(item)
+
+
 class _Feed:
     """The items of one `map`: those read so far from the source, and which wait to be handed out."""
 
-    def __init__(self, source: Iterator[Any], received: list[Any], size: Callable[[Any], int] | None = None):
-        self.source, self.items, self.size = source, [], size
+    def __init__(self, source: Iterator[Any], received: list[Any], size: Callable[[Any], int] | None = None,
+                 route: Callable[[Any], int | None] | None = None):
+        self.source, self.items, self.size, self.route = source, [], size, route
         self.pending: list[tuple[int, int]] = []  # (order, index) of the items read and not handed out: a heap
+        self.routed: dict[int, list[tuple[int, int]]] = {}  # the same, of the items routed to a worker's pid
         self.exhausted = False
         for item in received:
             self._add(item)
@@ -273,7 +320,13 @@ class _Feed:
     def _add(self, item: Any) -> None:
         index = len(self.items)
         self.items.append(item)
-        heapq.heappush(self.pending, (-self.size(item) if self.size else 0, index))
+        owner = self.route(item) if self.route is not None else None
+        heap = self.pending if owner is None else self.routed.setdefault(owner, [])
+        heapq.heappush(heap, (-self.size(item) if self.size else 0, index))
+
+    def count(self) -> int:
+        """How many items wait to be handed out."""
+        return len(self.pending) + sum(map(len, self.routed.values()))
 
     def read(self) -> bool:
         """Draw one more item (or `STILL_READING`) from the source; False when it has none left."""
@@ -291,7 +344,7 @@ class _Feed:
 
     def waiting(self) -> bool:
         """Whether an item waits to be handed out (reading on until one does when none is left over)."""
-        while not self.pending:
+        while not self.pending and not any(self.routed.values()):
             if not self.read():
                 return False
         return True
@@ -301,15 +354,35 @@ class _Feed:
         largest item does not end the map alone)."""
         return heapq.heappop(self.pending)[1]
 
-    def take_batch(self, most: int) -> list[int]:
+    def take_batch(self, most: int, pid: int = 0, alive: frozenset[int] = frozenset()) -> list[int]:
         """The next item (`take`) and, up to `most` in all, those after it while, with `size`, they come to no
-        more than `BATCH_BYTES` together."""
-        bytes_taken = -self.pending[0][0]
-        batch = [self.take()]
-        while len(batch) < most and self.pending and bytes_taken - self.pending[0][0] <= BATCH_BYTES:
-            bytes_taken -= self.pending[0][0]
-            batch.append(self.take())
+        more than `BATCH_BYTES` together. For the worker `pid`: its own items first, then those routed to none
+        (or to a worker no longer alive), then the smallest of another worker's."""
+        heap = self.routed.get(pid)
+        if not heap:
+            for owner in [owner for owner, items in self.routed.items() if items and owner not in alive]:
+                for entry in self.routed.pop(owner):  # its worker is gone (or never was one): anyone's
+                    heapq.heappush(self.pending, entry)
+            heap = self.pending
+        if not heap:  # only other workers' items wait: once all are read, some of theirs
+            return self._steal(most) if self.exhausted else []
+        bytes_taken = -heap[0][0]
+        batch = [heapq.heappop(heap)[1]]
+        while len(batch) < most and heap and bytes_taken - heap[0][0] <= BATCH_BYTES:
+            bytes_taken -= heap[0][0]
+            batch.append(heapq.heappop(heap)[1])
         return batch
+
+    def _steal(self, most: int) -> list[int]:
+        """The smallest items routed to the worker that has most waiting: about a fair share of them."""
+        owner = max(self.routed, key=lambda key: (len(self.routed[key]), -key))
+        heap = self.routed[owner]
+        share = max(1, min(most, len(heap) // 2))
+        smallest = heapq.nlargest(share, heap)  # (-size, index): the largest keys are the smallest items
+        taken = set(smallest)
+        self.routed[owner] = [entry for entry in heap if entry not in taken]
+        heapq.heapify(self.routed[owner])
+        return [index for _, index in smallest]
 
     def rest(self) -> list[int]:
         """Every item not handed out yet, the source read to its end."""
@@ -317,18 +390,31 @@ class _Feed:
             self._add(item)
         self.exhausted = True
         rest = sorted(index for _, index in self.pending)
-        self.pending = []
+        rest = sorted([*rest, *(index for heap in self.routed.values() for _, index in heap)])
+        self.pending, self.routed = [], {}
         return rest
 
 
 def _in_process(function: Callable[[Any], Any], items: list[Any],
-                progress: Callable[[int, int], None] | None, shared: Any = None) -> list[Any]:
-    results = []
+                progress: Callable[[int, int], None] | None, shared: Any = None,
+                batch: Callable[[list[Any]], list[Any]] | None = None,
+                size: Callable[[Any], int] | None = None) -> list[Any]:
+    """Each item here; with `batch`, small items a batch at a time, as a worker takes them."""
+    results: list[Any] = []
     with _sharing(shared):
-        for done, item in enumerate(items, start=1):
-            results.append(function(item))
-            if progress:
-                progress(done, len(items))
+        start = 0
+        while start < len(items):
+            end, taken = start + 1, size(items[start]) if size else 0
+            while batch is not None and end < len(items) and end - start < BATCH_ITEMS:
+                taken += size(items[end]) if size else 0
+                if taken > BATCH_BYTES:
+                    break
+                end += 1
+            results += batch(items[start:end]) if batch is not None else [function(items[start])]
+            for done in range(start + 1, end + 1):
+                if progress:
+                    progress(done, len(items))
+            start = end
     return results
 
 
@@ -395,14 +481,19 @@ def _become_worker(parent: int) -> None:
 
 
 def _serve(tasks: BinaryIO, results: BinaryIO) -> None:
-    """Answer each `(function, items)` with `(True, results)` or `(False, exception)` until EOF."""
+    """Answer each `(function, items, batch, fresh, blob)` with `(True, results)` or `(False, exception)` until
+    EOF (`batch`: what gives the results of all the items at once, if not `function` on each; `fresh`: `blob` is
+    the map's new `shared` object)."""
     while True:
         try:
-            function, items = pickle.load(tasks)
+            function, items, batch, fresh, blob = pickle.load(tasks)
         except EOFError:
             return
         try:
-            answer: tuple[bool, object] = (True, [function(item) for item in items])
+            if fresh:
+                _install_shared(blob)
+            values = batch(items) if batch is not None else [function(item) for item in items]
+            answer: tuple[bool, object] = (True, values)
         except Exception as exc:  # noqa: BLE001 - raised again in the parent, as a pool would
             answer = (False, exc)
         pickle.dump(answer, results, protocol=pickle.HIGHEST_PROTOCOL)
@@ -418,8 +509,7 @@ def _isolated(function: Callable[[Any], Any], item: Any, on_crash: Callable[[Any
         worker = None
     if worker is not None:
         try:
-            worker.share(blob)
-            worker.send((function, [item]))
+            worker.give(function, [item], None, blob)
             succeeded, values = pickle.load(worker.results)
         except Exception:  # noqa: BLE001 - it died as well
             worker.close(kill=True)

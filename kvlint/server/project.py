@@ -69,13 +69,15 @@ class IndexedFile:
         return cls(path, True, tuple(prepared.declarations), prepared.text, signature=signature)
 
 
-def tree_index(files: Iterable[IndexedFile], config: Config) -> TreeIndex:
-    """The tree index `kvlint check` builds from these files (`runner.build_index`)."""
+def tree_index(files: Iterable[IndexedFile], config: Config, root: Path | None = None) -> TreeIndex:
+    """The tree index `kvlint check` builds from these files (`runner.build_index`); `root`, the workspace
+    folder they are all of (`kvlint check ROOT`), else they are checked as the files they are."""
     files = list(files)
     declarations = [entry for file in files if file.scanned for entry in file.declarations]
     skipped = [(SourceFile(file.path, str(file.path)), file.data) for file in files if not file.scanned]
     texts = [file.text for file in files if file.scanned]
-    declarations += imported_declarations_for(declarations, config, [file.path for file in files if file.scanned])
+    declarations += imported_declarations_for(declarations, config, [file.path for file in files if file.scanned],
+                                              covered=[root] if root is not None else None)
     return build_index(declarations, skipped, config, texts)[0]
 
 
@@ -152,7 +154,7 @@ class ProjectIndex:
             files[key] = IndexedFile.of(data, Path(key), self.config, signature)
         if self._cancelled.is_set():
             return
-        index = tree_index(files.values(), self.config)
+        index = tree_index(files.values(), self.config, self.root)
         with self._lock:
             self.files, self.index = files, index
             self._overlays.clear()
@@ -179,7 +181,7 @@ class ProjectIndex:
                 files[key] = IndexedFile.of(data, Path(key), self.config, signature)
         if not touched or self.index is None:
             return False
-        index = tree_index(files.values(), self.config)
+        index = tree_index(files.values(), self.config, self.root)
         changed = index_key(index) != index_key(self.index)
         with self._lock:
             self.files, self.index = files, index
@@ -200,7 +202,7 @@ class ProjectIndex:
         overlay = self._overlays.get(key)
         if overlay is not None and _gives_the_same(overlay[0], own, overlay[1], self.config):
             return overlay[1]  # the next keystroke in a signature being edited, or in a file not saved yet
-        index = tree_index([*(file for path, file in files.items() if path != key), own], self.config)
+        index = tree_index([*(file for path, file in files.items() if path != key), own], self.config, self.root)
         with self._lock:
             if self.files is files:
                 self._overlays[key] = (own, index)
