@@ -29,7 +29,8 @@ show a 2% difference). mypy comes from the venv the tests make for this checkout
 
 `--callgrind` also runs each configuration once, cold, under valgrind's callgrind (children traced, so the
 helper's instructions count too), and compares instruction counts: on a shared machine whose CPU times drift by
-more than 2% from one minute to the next, the ratio it can resolve.
+more than 2% from one minute to the next, the ratio it can resolve. The two counted runs go side by side after
+the timed rounds (the load does not move a count), about 40 times as long as a plain run.
 """
 
 from __future__ import annotations
@@ -161,12 +162,15 @@ def summary(times: dict[str, dict[str, list[float]]]) -> dict[str, object]:
     return figures
 
 
-def counted_run(command: list[str], cwd: Path, env: dict[str, str], output: Path, counts: Path) -> dict[str, int]:
-    """Run the command under callgrind, its children too: the instructions of mypy's own process and of all."""
+def callgrind_command(command: list[str], counts: Path) -> list[str]:
+    """The command under callgrind, its children too (the helper's instructions count)."""
     counts.mkdir(parents=True, exist_ok=True)
-    valgrind = ["valgrind", "--tool=callgrind", "--trace-children=yes", f"--callgrind-out-file={counts}/%p.out",
-                f"--log-file={counts}/%p.log"]
-    timed_run([*valgrind, *command], cwd, env, output)  # waits for the helper too: its counts are written at its exit
+    return ["valgrind", "--tool=callgrind", "--trace-children=yes", f"--callgrind-out-file={counts}/%p.out",
+            f"--log-file={counts}/%p.log", *command]
+
+
+def instructions_in(counts: Path) -> dict[str, int]:
+    """The instructions of mypy's own process and of all, from one run's callgrind files."""
     found = {"mypy": 0, "all": 0}
     for record in counts.glob("*.out"):
         text = record.read_text(errors="replace")
@@ -183,14 +187,28 @@ def counted_run(command: list[str], cwd: Path, env: dict[str, str], output: Path
 def count_instructions(python: Path, configs: dict[str, Path], tree: Path, scratch: Path,
                        env: dict[str, str]) -> dict[str, dict[str, int]]:
     """One cold run of each configuration under callgrind: instruction counts, which the machine's load does
-    not move (about 40 times slower than a plain run; hash seeds fixed, the helper's timeout lifted)."""
+    not move (about 40 times slower than a plain run; hash seeds fixed, the helper's timeout lifted). Since
+    the load does not move them, the two runs go side by side, after the timed rounds."""
     counted_env = {**env, "PYTHONHASHSEED": "0", "KVLINT_MYPY_TIMEOUT": "86400"}
-    found = {}
+    outputs = []
     for label, config in configs.items():
-        cache = scratch / f"counted-{label}"
-        found[label] = counted_run(mypy_command(python, config, cache), tree, counted_env,
-                                   scratch / f"counted-{label}.out", scratch / f"callgrind-{label}")
-        shutil.rmtree(cache, ignore_errors=True)
+        command = callgrind_command(mypy_command(python, config, scratch / f"counted-{label}"),
+                                    scratch / f"callgrind-{label}")
+        sink = open(scratch / f"counted-{label}.out", "wb")
+        outputs.append(sink)
+        subprocess.Popen(command, cwd=tree, env=counted_env, stdout=sink, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL)
+    while True:  # both runs and their helpers (orphans reaped here): each writes its counts at its exit
+        try:
+            os.wait4(-1, 0)
+        except ChildProcessError:
+            break
+    for sink in outputs:
+        sink.close()
+    found = {}
+    for label in configs:
+        shutil.rmtree(scratch / f"counted-{label}", ignore_errors=True)
+        found[label] = instructions_in(scratch / f"callgrind-{label}")
     return found
 
 
