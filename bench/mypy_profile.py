@@ -7,9 +7,10 @@ thousands of calls) are only counted during the run, since timing each call woul
 afterwards the same calls, in the same proportions, are replayed against the plugin and timed. The engine
 runs in mypy's process (`KVLINT_MYPY_WORKER=0`) unless `--helper`, so that its time shows here. mypy comes from
 the test venv of `--mypy` (default 1.20.2) or `--python`; `--kvlint DIR` profiles the kvlint found in DIR (a
-checkout of another commit) instead of this one:
+checkout of another commit) instead of this one. `--engine` runs no mypy: it gives the helper's share, the
+engine's steps on each file that needs it, analysed one at a time in a fresh process as the helper does:
 
-    .venv/bin/python bench/mypy_profile.py [--helper] [--kvlint DIR] [--json FILE]
+    .venv/bin/python bench/mypy_profile.py [--helper] [--engine] [--kvlint DIR] [--json FILE]
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ started = time.process_time()
 import kvlint.mypy_plugin as plugin
 imported = time.process_time() - started
 totals = collections.defaultdict(float)
+walls = collections.defaultdict(float)
 counts = collections.Counter()
 asked = {"get_attribute_hook": collections.Counter(), "get_method_hook": collections.Counter(),
          "get_function_hook": collections.Counter()}
@@ -44,11 +46,12 @@ asked = {"get_attribute_hook": collections.Counter(), "get_method_hook": collect
 def timed(name, function):
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
-        start = time.process_time()
+        start, started = time.process_time(), time.perf_counter()
         try:
             return function(*args, **kwargs)
         finally:
             totals[name] += time.process_time() - start
+            walls[name] += time.perf_counter() - started
             counts[name] += 1
     return wrapper
 
@@ -94,8 +97,50 @@ for name, names in asked.items():  # the same calls again, timed as a whole
     for fullname in calls:
         hook(fullname)
     replayed[name] = {"calls": len(calls), "names": len(names), "seconds": time.process_time() - start}
-entry_points = {name: {"calls": counts[name], "seconds": totals[name]} for name in totals}
-print(json.dumps({"import": imported, "run": run, "entry_points": entry_points, "routing": replayed}))
+entry_points = {name: {"calls": counts[name], "seconds": totals[name], "wall": walls[name]} for name in totals}
+print(json.dumps({"import": imported, "run": run, "routing": replayed, "entry_points": entry_points}))
+'''
+
+# Run inside mypy's Python, in the tree: the engine's steps on each file the byte scan leaves, as the helper
+# takes them (one `analyse_module` each, in one process).
+ENGINE_DRIVER = r'''
+import collections, functools, json, os, time
+import kvlint.engine as engine
+import kvlint.binding.module_resolution as resolution
+from kvlint.config import DirectoryConfigs
+from kvlint.mypy_worker import analyse_module, scan_module
+totals, counts = collections.Counter(), collections.Counter()
+
+def timed(owner, name, label):
+    function = getattr(owner, name)
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        start = time.process_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            totals[label] += time.process_time() - start
+            counts[label] += 1
+    setattr(owner, name, wrapper)
+
+paths = sorted(os.path.join(folder, name) for folder, _, names in os.walk("vllm") for name in names
+               if name.endswith(".py"))
+configs = DirectoryConfigs()
+configured = {path: configs.for_file(path) for path in paths}
+relevant = [path for path in paths if scan_module(path, configured[path]) is None]
+steps = ((engine, "prepare_source", "prepare_source (parse, declarations)"),
+         (resolution, "imported_declarations", "imported_declarations (modules imported)"),
+         (resolution, "caller_declarations", "caller_declarations"),
+         (resolution, "callee_declarations", "callee_declarations (the project's calls)"),
+         (resolution.ProjectBeyondRun, "_read", "  of which ProjectBeyondRun._read"),
+         (engine, "analyse_prepared", "analyse_prepared (the flow analysis)"))
+for owner, name, label in steps:
+    timed(owner, name, label)
+start = time.process_time()
+for path in relevant:
+    analyse_module(path, configured[path])
+print(json.dumps({"files": len(paths), "relevant": len(relevant), "engine": time.process_time() - start,
+                  "steps": {label: {"calls": counts[label], "seconds": totals[label]} for _, _, label in steps}}))
 '''
 
 
@@ -105,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", type=Path, help="a Python with mypy and pydantic installed (overrides --mypy)")
     parser.add_argument("--helper", action="store_true", help="leave the engine in its helper process")
     parser.add_argument("--kvlint", type=Path, help="profile the kvlint package found in this directory")
+    parser.add_argument("--engine", action="store_true",
+                        help="no mypy: the engine's steps on the files that need it, in a fresh process")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args(argv)
     python = args.python or venv_dir(args.mypy) / "bin" / "python"
@@ -116,6 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="kvlint-mypy-profile-") as scratch_dir:
         scratch = Path(scratch_dir)
         tree, configs = make_tree(scratch)
+        if args.engine:
+            completed = subprocess.run([str(python), "-c", ENGINE_DRIVER], cwd=tree, env=env, capture_output=True,
+                                       text=True)
+            return engine_report(completed, args.json)
         command = mypy_command(python, configs["with"], scratch / "cache")
         command[1:3] = ["-c", DRIVER]  # `python -m mypy ARGS` becomes the driver with the same ARGS
         completed = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
@@ -132,11 +183,28 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  {'import of kvlint.mypy_plugin':<34} {'':>9} {figures['import'] * 1000:9.1f} ms")
     for name, entry in sorted(figures["entry_points"].items(), key=lambda item: -item[1]["seconds"]):
         print(f"  {name:<34} {entry['calls']:>9} {entry['seconds'] * 1000:9.1f} ms")
+    take = figures["entry_points"].get("AnalysisWorker.take")
+    if take:
+        print(f"  {'waited for the helper (wall)':<34} {take['calls']:>9} {take['wall'] * 1000:9.1f} ms")
     for name, entry in figures["routing"].items():
         print(f"  {name + ' (replayed)':<34} {entry['calls']:>9} {entry['seconds'] * 1000:9.1f} ms"
               f"  ({entry['names']} names)")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    return 0
+
+
+def engine_report(completed: subprocess.CompletedProcess[str], json_file: Path | None) -> int:
+    if completed.returncode != 0:
+        sys.stderr.write(completed.stderr)
+        return completed.returncode
+    figures = json.loads(completed.stdout.splitlines()[-1])
+    print(f"the engine on the {figures['relevant']} of {figures['files']} files that need it, one at a time in a "
+          f"fresh process: {figures['engine']:.3f} s CPU")
+    for name, entry in figures["steps"].items():
+        print(f"  {name:<44} {entry['calls']:>5} {entry['seconds'] * 1000:9.1f} ms")
+    if json_file:
+        json_file.write_text(json.dumps(figures, indent=2) + "\n")
     return 0
 
 

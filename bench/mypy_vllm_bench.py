@@ -19,10 +19,18 @@ nor the hook's `types-*` stubs: `ignore_missing_imports` makes each of them `Any
 Each round runs both, the order alternating, after one untimed round (it fills the OS's file cache and the
 warm caches). Wall times include the interpreter's start-up. CPU is user + system time of mypy and every
 process it started: the plugin's analysis helper outlives mypy by a moment and is reaped here (this process
-is their child subreaper, Linux only). mypy comes from the venv the tests make for this checkout
+is their child subreaper, Linux only). `mypy_cpu` is mypy's own process alone: on a runner with a second CPU
+free for the helper, that is what the wall time pays (this shared machine's wall times are too noisy to
+show a 2% difference). mypy comes from the venv the tests make for this checkout
 (`--mypy 1.20.2`, the default, or `--mypy 2.4.1`), or `--python PATH`:
 
-    .venv/bin/python bench/mypy_vllm_bench.py [--cold-rounds 5] [--warm-rounds 15] [--in-process] [--json FILE]
+    .venv/bin/python bench/mypy_vllm_bench.py [--cold-rounds 5] [--warm-rounds 15] [--in-process] [--callgrind]
+        [--json FILE]
+
+`--callgrind` also runs each configuration once, cold, under valgrind's callgrind (children traced, so the
+helper's instructions count too), and compares instruction counts: on a shared machine whose CPU times drift by
+more than 2% from one minute to the next, the ratio it can resolve. The two counted runs go side by side after
+the timed rounds (the load does not move a count), about 40 times as long as a plain run.
 """
 
 from __future__ import annotations
@@ -52,6 +60,8 @@ PYTHON_VERSION = "3.11"  # vLLM's hook: "Run mypy for the oldest supported Pytho
 OVERHEAD_TARGET = 0.02
 PLUGINS_LINE = re.compile(r"^plugins = \[(.*)\]$", re.MULTILINE)
 PR_SET_CHILD_SUBREAPER = 36
+# wall time; CPU of mypy and its helper; CPU of mypy's own process, what an idle second CPU leaves of the cost
+KINDS = ("wall", "cpu", "mypy_cpu")
 
 
 def vllm_pyproject() -> str:
@@ -96,44 +106,50 @@ def become_subreaper() -> None:
 
 def timed_run(command: list[str], cwd: Path, env: dict[str, str], output: Path) -> tuple[float, float]:
     """Wall seconds of the command, and CPU seconds of it and all it started (reaped before returning)."""
-    before = os.times()
+    wall, cpu, _ = timed_run_split(command, cwd, env, output)
+    return wall, cpu
+
+
+def timed_run_split(command: list[str], cwd: Path, env: dict[str, str], output: Path) -> tuple[float, float, float]:
+    """`timed_run`, and the CPU seconds of the command's own process (mypy without its helper)."""
     started = time.perf_counter()
     with open(output, "wb") as sink:
         process = subprocess.Popen(command, cwd=cwd, env=env, stdout=sink, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL)
-        _, status, _ = os.wait4(process.pid, 0)
+        _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - started
     process.returncode = os.waitstatus_to_exitcode(status)
+    cpu = own = usage.ru_utime + usage.ru_stime  # the kernel's account, finer than os.times()'s clock ticks
     while True:  # the helper, orphaned when mypy exited: it ends at the end of its input
         try:
-            os.wait4(-1, 0)
+            _, _, usage = os.wait4(-1, 0)
         except ChildProcessError:
             break
-    after = os.times()
-    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-    return wall, cpu
+        cpu += usage.ru_utime + usage.ru_stime
+    return wall, cpu, own
 
 
 def measure(python: Path, configs: dict[str, Path], tree: Path, scratch: Path, env: dict[str, str],
             rounds: int, warm: bool) -> dict[str, dict[str, list[float]]]:
-    times: dict[str, dict[str, list[float]]] = {label: {"wall": [], "cpu": []} for label in configs}
+    times: dict[str, dict[str, list[float]]] = {label: {kind: [] for kind in KINDS} for label in configs}
     for number in range(rounds + 1):  # round 0 warms the OS file cache (and the warm caches) and is not timed
         order = list(configs) if number % 2 else list(reversed(configs))
         for label in order:
             cache = scratch / (f"warm-{label}" if warm else f"cold-{label}-{number}")
             output = scratch / f"{'warm' if warm else 'cold'}-{label}.out"
-            wall, cpu = timed_run(mypy_command(python, configs[label], cache), tree, env, output)
+            wall, cpu, own = timed_run_split(mypy_command(python, configs[label], cache), tree, env, output)
             if not warm:
                 shutil.rmtree(cache, ignore_errors=True)
             if number:
                 times[label]["wall"].append(wall)
                 times[label]["cpu"].append(cpu)
+                times[label]["mypy_cpu"].append(own)
     return times
 
 
 def summary(times: dict[str, dict[str, list[float]]]) -> dict[str, object]:
     figures: dict[str, object] = {}
-    for kind in ("wall", "cpu"):
+    for kind in KINDS:
         medians = {label: statistics.median(values[kind]) for label, values in times.items()}
         per_round = [w / o for w, o in zip(times["with"][kind], times["without"][kind])]
         figures[kind] = {
@@ -144,6 +160,56 @@ def summary(times: dict[str, dict[str, list[float]]]) -> dict[str, object]:
             "round_ratios": per_round,
         }
     return figures
+
+
+def callgrind_command(command: list[str], counts: Path) -> list[str]:
+    """The command under callgrind, its children too (the helper's instructions count)."""
+    counts.mkdir(parents=True, exist_ok=True)
+    return ["valgrind", "--tool=callgrind", "--trace-children=yes", f"--callgrind-out-file={counts}/%p.out",
+            f"--log-file={counts}/%p.log", *command]
+
+
+def instructions_in(counts: Path) -> dict[str, int]:
+    """The instructions of mypy's own process and of all, from one run's callgrind files."""
+    found = {"mypy": 0, "all": 0}
+    for record in counts.glob("*.out"):
+        text = record.read_text(errors="replace")
+        command_line = re.search(r"^cmd: (.*)$", text, re.MULTILINE)
+        total = re.search(r"^(?:summary|totals): (\d+)", text, re.MULTILINE)
+        if total is None:
+            continue
+        found["all"] += int(total.group(1))
+        if command_line and " -m mypy " in f"{command_line.group(1)} ":
+            found["mypy"] += int(total.group(1))
+    return found
+
+
+def count_instructions(python: Path, configs: dict[str, Path], tree: Path, scratch: Path,
+                       env: dict[str, str]) -> dict[str, dict[str, int]]:
+    """One cold run of each configuration under callgrind: instruction counts, which the machine's load does
+    not move (about 40 times slower than a plain run; hash seeds fixed, the helper's timeout lifted). Since
+    the load does not move them, the two runs go side by side, after the timed rounds."""
+    counted_env = {**env, "PYTHONHASHSEED": "0", "KVLINT_MYPY_TIMEOUT": "86400"}
+    outputs = []
+    for label, config in configs.items():
+        command = callgrind_command(mypy_command(python, config, scratch / f"counted-{label}"),
+                                    scratch / f"callgrind-{label}")
+        sink = open(scratch / f"counted-{label}.out", "wb")
+        outputs.append(sink)
+        subprocess.Popen(command, cwd=tree, env=counted_env, stdout=sink, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL)
+    while True:  # both runs and their helpers (orphans reaped here): each writes its counts at its exit
+        try:
+            os.wait4(-1, 0)
+        except ChildProcessError:
+            break
+    for sink in outputs:
+        sink.close()
+    found = {}
+    for label in configs:
+        shutil.rmtree(scratch / f"counted-{label}", ignore_errors=True)
+        found[label] = instructions_in(scratch / f"callgrind-{label}")
+    return found
 
 
 def errors_of(path: Path) -> tuple[int, int, str]:
@@ -160,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warm-rounds", type=int, default=15, help="timed warm rounds (default: 15)")
     parser.add_argument("--in-process", action="store_true",
                         help="run kvlint's engine inside mypy's process (KVLINT_MYPY_WORKER=0), not in its helper")
+    parser.add_argument("--callgrind", action="store_true",
+                        help="also count instructions: one cold run of each under callgrind (tens of minutes)")
     parser.add_argument("--keep", type=Path, help="copy both runs' last mypy output into this directory")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args(argv)
@@ -190,10 +258,10 @@ def main(argv: list[str] | None = None) -> int:
             result["errors"] = {label: errors_of(scratch / f"{case}-{label}.out") for label in configs}
             figures[case] = result
             print(f"{case} ({rounds} rounds):")
-            for kind in ("wall", "cpu"):
+            for kind in KINDS:
                 found = result[kind]
                 seconds = found["seconds"]
-                print(f"  {kind:>4}: without {seconds['without']['median']:.3f} s, "
+                print(f"  {kind:>8}: without {seconds['without']['median']:.3f} s, "
                       f"with {seconds['with']['median']:.3f} s"
                       f"  ratio {found['ratio_of_medians']:.3f} (median of rounds {found['median_round_ratio']:.3f};"
                       f" rounds {min(found['round_ratios']):.3f}-{max(found['round_ratios']):.3f})")
@@ -204,6 +272,15 @@ def main(argv: list[str] | None = None) -> int:
                 for label in configs:
                     shutil.copy(scratch / f"{case}-{label}.out", args.keep / f"{case}-{label}.out")
             sys.stdout.flush()
+        if args.callgrind:
+            counts = count_instructions(python, configs, tree, scratch, env)
+            figures["instructions"] = counts
+            print("instructions, one cold run each under callgrind:")
+            for part in ("all", "mypy"):
+                print(f"  {part:>4}: without {counts['without'][part]:,}, with {counts['with'][part]:,}"
+                      f"  ratio {counts['with'][part] / counts['without'][part]:.4f}")
+            print(f"  errors: {errors_of(scratch / 'counted-without.out')[2]!r}, "
+                  f"{errors_of(scratch / 'counted-with.out')[2]!r}")
     figures["target"] = OVERHEAD_TARGET
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")

@@ -358,7 +358,9 @@ class AnalysisWorker:
             if self._process is None:
                 self._process = self._spawn()  # at the first parsed file: a run served from mypy's cache needs none
             assert self._process.stdin is not None
-            pickle.dump(path, self._process.stdin)  # buffered: sent in batches, and all at the first `take`
+            pickle.dump(path, self._process.stdin)
+            self._process.stdin.flush()  # now: only the files that need the engine come here, a few dozen in a
+            # tree, and a buffer that waited for the first `take` would keep the helper idle until mypy waits on it
         except (OSError, ValueError):
             self._stop()
             return
