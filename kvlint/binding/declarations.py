@@ -618,12 +618,13 @@ def batch_declarations(
                     returns = type_of_annotation(child.returns, resolve)
                     qualname = _join(prefix, child.name)
                     produces = bool(outputs) and _returns_output(child, resolve, sentinels, outputs)
+                    annotated = _annotated_classes(child.returns, resolve)
                     found.append(FunctionDecl(qualname, child.name, returns, _never_returns(child, returns),
-                                              produces, isinstance(child, ast.AsyncFunctionDef),
-                                              _annotated_classes(child.returns, resolve),
+                                              produces, isinstance(child, ast.AsyncFunctionDef), annotated,
                                               _tuple_returns(child, fields)))
-                    if fields:
-                        summaries.extend(function_summaries(child, qualname, resolve, fields))
+                    if fields:  # a value stored on `self` matters where a return can drop it: in a producer
+                        producer = produces or any(matches(name, outputs) for name in annotated)
+                        summaries.extend(function_summaries(child, qualname, resolve, fields, stores=producer))
                     stack.append((child, f"{qualname}.<locals>"))
                 elif isinstance(child, ast.ClassDef):
                     qualname = _join(prefix, child.name)

@@ -110,11 +110,11 @@ Summary = HolderUse | PassThrough | ParkedReturn | SelfStore
 
 def function_summaries(
     function: ast.FunctionDef | ast.AsyncFunctionDef, qualname: str, resolve: Callable[[str], str],
-    fields: tuple[str, ...],
+    fields: tuple[str, ...], stores: bool = True,
 ) -> list[Summary]:
     """Every use of a holder in the function's own body (nested functions are their own callers), the calls
-    whose result it returns as it is, whether it returns a holder it parked an optional field on, and the
-    attributes of `self` it stores a local name on (to be counted in the module: `stored_only`)."""
+    whose result it returns as it is, whether it returns a holder it parked an optional field on, and, with
+    `stores`, the attributes of `self` it stores a local name on (to be counted in the module: `stored_only`)."""
     parameters = {arg.arg for arg in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
     called: dict[str, set[str]] = {}  # name -> the methods it is bound from
     tested: set[str] = set()  # the names an `assert` or `if` tests with `isinstance`
@@ -131,7 +131,7 @@ def function_summaries(
             target = node.targets[0]
             if target.attr in fields and isinstance(target.value, ast.Name) and target.value.id not in ("self", "cls"):
                 parked.add(target.value.id)
-            elif (receiver == "self" and isinstance(target.value, ast.Name) and target.value.id == "self"
+            elif (stores and receiver == "self" and isinstance(target.value, ast.Name) and target.value.id == "self"
                   and _names_a_local(node.value)):
                 stored.add(target.attr)
         elif isinstance(node, ast.Return) and isinstance(node.value, ast.Name):
