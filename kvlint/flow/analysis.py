@@ -100,6 +100,7 @@ class FlowAnalysis:
                 node, scope = context.pending.pop(0)
                 self._analyse_scope(node, scope)
             self.expressions.forget_nodes()
+            del batch  # not alive while the next batch is parsed
         for key in self.context.attached_outputs & self.context.sites.keys():
             self.context.sites[key] = dataclasses.replace(
                 self.context.sites[key], carries_connector_output=True, connector_output_argument="(assigned after it)"

@@ -247,9 +247,8 @@ class Statements:
         for target in targets:
             self.assign(target, value, state, node.value)
         for name in on_self:  # after the store, which would take a park on its own key back
-            key = ref_key(targets[0]) or ""
-            state.values[name] = dataclasses.replace(state.values[name], handed_on=True, parked_on=key)
-            self.context.parks[(self.context.scope.qualname, key, name)] = node
+            state.values[name] = dataclasses.replace(state.values[name], handed_on=True,
+                                                     parked_on=ref_key(targets[0]) or "")
         return state
 
     def _stored_unread(self, node: ast.Assign, state: NullnessState) -> list[str]:
@@ -429,7 +428,7 @@ class Statements:
                 continue  # what it returns carries this invariant's output
             if state.connector_path_reason(invariant) and (empty or bare):
                 continue  # KVC002 reports this return, or KVC003 the construction
-            stored = held.parked_on  # `self._pending`, which nothing reads back
+            stored = held.parked_on if held.parked_on.startswith("self.") else ""  # which nothing reads back
             self.recorder.record(
                 SiteKind.KV_DROPPED,
                 node,
