@@ -25,8 +25,7 @@ from kvlint.cli.shared import (
     _UsageError,
 )
 from kvlint.config import ALL_CODES
-from kvlint.report.formats import AUDIT_FORMAT_NAMES, CHECK_FORMAT_NAMES
-from kvlint.report.graph import GRAPH_TESTS
+from kvlint.report.formats import AUDIT_FORMAT_NAMES, CHECK_FORMAT_NAMES, GRAPH_TESTS
 from kvlint.running.collector import collect_garbage_rarely
 
 __all__ = ["AUDIT_FORMAT_NAMES", "CACHE_DIR_ENV", "EXIT_CLEAN", "EXIT_FINDINGS", "EXIT_INTERRUPTED", "EXIT_TERMINATED",

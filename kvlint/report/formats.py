@@ -37,6 +37,9 @@ FORMATS: dict[str, Format] = {
 }
 CHECK_FORMAT_NAMES = tuple(name for name, format in FORMATS.items() if format.check)
 AUDIT_FORMAT_NAMES = tuple(name for name, format in FORMATS.items() if format.audit)
+# `--graph-tests` (the audit's picture, `report.graph`): one node per test directory, or one per test function;
+# here, not there, so that the command line's start-up does not import the picture
+GRAPH_TESTS = ("fold", "expand")
 
 
 def _renderer(name: str, function: str) -> Callable:  # type: ignore[type-arg]

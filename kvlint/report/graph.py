@@ -14,9 +14,6 @@ if TYPE_CHECKING:
     from kvlint.report.audit import AuditReport
 
 
-GRAPH_TESTS = ("fold", "expand")  # `--graph-tests`: one node per test directory, or one per test function
-
-
 @dataclass
 class _GraphNode:
     """A function, as a producer or as a consumer of outputs; or, folded, every such function of a test directory."""
