@@ -688,9 +688,10 @@ class IndexBuild:
         self.provisional = TreeIndex(entries, payload_classes=config.payload_classes)
         self.path_only: dict[str, tuple[str, ...]] = {}
         self.only_stored: frozenset[str] = frozenset()
-        if self.provisional.callee_candidates() or self.provisional.stored_attributes:
+        callees = bool(self.provisional.callee_candidates())
+        if callees or self.provisional.stored_attributes:
             texts = relevant_texts() if callable(relevant_texts) else relevant_texts
-            self.path_only = self.provisional.path_only_callees(texts) if self.provisional.callee_candidates() else {}
+            self.path_only = self.provisional.path_only_callees(texts) if callees else {}
             self.only_stored = self.provisional.only_stored_attributes(texts)
         self.provisional.settle_connector_callees(self.path_only, ())  # as if no skipped file named one
         self.provisional.settle_unread_attributes(self.only_stored, ())  # nor one of these
