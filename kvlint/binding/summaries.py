@@ -131,9 +131,8 @@ def function_summaries(
             target = node.targets[0]
             if target.attr in fields and isinstance(target.value, ast.Name) and target.value.id not in ("self", "cls"):
                 parked.add(target.value.id)
-            elif (stores and receiver == "self" and isinstance(target.value, ast.Name) and target.value.id == "self"
-                  and _names_a_local(node.value)):
-                stored.add(target.attr)
+            elif stores and receiver == "self" and isinstance(target.value, ast.Name) and target.value.id == "self":
+                stored.add(target.attr)  # whatever it stores: the flow analysis says whether it is a KV output
         elif isinstance(node, ast.Return) and isinstance(node.value, ast.Name):
             returned.add(node.value.id)
         elif isinstance(node, (ast.Assert, ast.If)) and isinstance(node.test, ast.Call) and node.test.args:
@@ -157,13 +156,6 @@ def function_summaries(
                 for method in sorted(methods)
             )
     return found
-
-
-def _names_a_local(value: ast.expr) -> bool:
-    """`kvo`, or a tuple with a name in it (`(list(req_ids), kvo)`): how a KV output is stored on `self` (the
-    flow analysis says whether one is; a call or an attribute stored is something else)."""
-    return isinstance(value, ast.Name) or (isinstance(value, ast.Tuple)
-                                           and any(isinstance(element, ast.Name) for element in value.elts))
 
 
 # after `.name`: `= ...` (not `==`; `+=` reads it), or an annotation and `=` (`self.name: T = ...`)

@@ -415,7 +415,7 @@ class Statements:
             if "." not in key and "[" not in key and held.kv_source and held.connector_output
             and (not held.handed_on or held.parked_on.startswith("self.")) and not held.held_by
             and held.nullness in (Nullness.MAYBE_NONE, Nullness.NOT_NONE) and not self.known_empty(key, held, state)
-        )
+        ) + self._stored_away(state)
         reported: set[str] = set()
         for key, held in dropped:
             invariant = held.invariant
@@ -428,7 +428,8 @@ class Statements:
                 continue  # what it returns carries this invariant's output
             if state.connector_path_reason(invariant) and (empty or bare):
                 continue  # KVC002 reports this return, or KVC003 the construction
-            stored = held.parked_on if held.parked_on.startswith("self.") else ""  # which nothing reads back
+            # the attribute of `self` nothing reads back that holds it: the name's park, or the key itself
+            stored = held.parked_on if held.parked_on.startswith("self.") else key if key.startswith("self.") else ""
             self.recorder.record(
                 SiteKind.KV_DROPPED,
                 node,
@@ -441,6 +442,23 @@ class Statements:
                 resolved=(*value_names(held), *((f"holder class: {self.context.scope.class_name}",) if stored else ())),
                 state=state,
             )
+
+    def _stored_away(self, state: NullnessState) -> list[tuple[str, Value]]:
+        """KV outputs stored straight on an attribute of `self` that nothing reads back
+        (`self._pending = out.kv_connector_output`; `TreeIndex.unread_attributes`), no local name holding them:
+        the attribute's key holds them, and a return that drops them is KVC006 (a name stored there is parked
+        on it instead: `_stored_unread`)."""
+        context = self.context
+        unread = context.index.unread_attributes
+        if not (unread and context.scope.class_name and context.index.bases_in_sight(context.scope.class_name)):
+            return []
+        parked = {held.parked_on for held in state.values.values() if held.parked_on}
+        return sorted(
+            (key, held) for key, held in state.values.items()
+            if key.startswith("self.") and key[5:] in unread and key not in parked and held.kv_source
+            and held.connector_output and not held.handed_on and not held.held_by
+            and held.nullness in (Nullness.MAYBE_NONE, Nullness.NOT_NONE) and not self.known_empty(key, held, state)
+        )
 
     def _check_parked(self, holder: str, state: NullnessState) -> None:
         """KVC006 across a call: the function returns the holder a KV value is parked on, and every caller that

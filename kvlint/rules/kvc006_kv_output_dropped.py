@@ -19,6 +19,12 @@ def check(site: Site) -> str | None:
     origin = f" (read from {site.origin})" if site.origin and site.origin != f"`{site.operand}`" else ""
     kv = site.invariant in ("", "kv")
     what = "finished KV transfers" if kv else f"what the `{site.invariant}` connector finished"
+    if site.parked_on.startswith("self.") and site.operand == site.parked_on:
+        return (
+            f"`{site.expression}` drops what `{site.operand}` holds{origin}, which may carry {what}: nothing in "
+            f"the project reads `{site.operand}` back; attach it to the output "
+            f"(`{site.field or 'kv_connector_output'}=...`) or read `{site.operand}` where the step's output is built"
+        )
     if site.parked_on.startswith("self."):
         return (
             f"`{site.expression}` drops `{site.operand}`{origin}, which may carry {what}: it is only stored on "
@@ -53,6 +59,8 @@ def fix(site: Site, context: FixContext) -> Fix:
 
     if site.parked_on and not site.parked_on.startswith("self."):
         raise NoFix("the output is lost in a caller: where it should go back is a design choice")
+    if site.operand == site.parked_on:
+        raise NoFix(f"`{site.operand}` holds it: where it should be read back is a design choice")
     value = the_candidate(site)
     if value != site.operand:
         raise NoFix(f"`{value}`, not `{site.operand}`, is the one connector output in scope here")
@@ -105,7 +113,8 @@ RULE = Rule(
         "optional context, a call declared `-> KVConnectorOutput | None`, or `KVConnectorOutput(...)`) that may "
         "be non-None and that it has not yet attached, stored, passed to a call or yielded. Where the flow shows "
         "the KV output is None or empty, or the same return is already KVC002 or KVC003, it stays silent."
-        " A value stored on `self` (alone or in a tuple) counts as handed on unless nothing can read it back: "
+        " A value stored on `self` (a name holding it, a tuple of them, or the read itself) counts as handed on "
+        "unless nothing can read it back: "
         "every mention of the attribute in the project is a store, the class's bases are in sight, and no "
         "module reads attributes by computed names; the message then names the attribute. A value parked on "
         "a returned holder is lost when every caller that tests the holder's class drops it."
