@@ -252,20 +252,34 @@ def _unit_of_change(old: PreparedFile, lines: list[str]) -> tuple[int, int, int,
     return number, first_changed, len(lines) - len(old.lines), extent
 
 
-def _locate(state: UnitState, lines: list[str], shapes: dict[tuple[str, bool], Shape]) -> _Edit | None:
-    """The one function unit whose body the change lies in, parsed anew; None when it is not so."""
+def _changed_body(
+    state: UnitState, lines: list[str], shapes: dict[tuple[str, bool], Shape]
+) -> tuple[int, int, int, int, int, int, str, Shape] | None:
+    """Where a change to these lines lies in the body of one function unit, not in its header: the unit's
+    number, first and last line and parent (`PreparedFile.segments`), the change in the number of lines, its
+    last old line and its old text with the comments and blank lines up to the next unit (`_unit_of_change`),
+    and its old shape; None when it is not so (not a function, a one-liner, its header changed)."""
     old = state.prepared
     unit = _unit_of_change(old, lines)
     if unit is None:
         return None
     number, first_changed, delta, extent = unit
     first, last, parent = old.segments[number]
-    in_class = parent >= 0
-    old_text = "".join(old.lines[first - 1 : extent])  # with the comments and blank lines up to the next unit
-    new_text = "".join(lines[first - 1 : extent + delta])
-    old_shape = _shape(old_text, in_class, shapes)
+    old_text = "".join(old.lines[first - 1 : extent])
+    old_shape = _shape(old_text, parent >= 0, shapes)
     if not old_shape.function or not old_shape.header_end or first_changed <= first - 1 + old_shape.header_end:
-        return None  # not a function, a one-liner, or its header changed
+        return None
+    return number, first, last, parent, delta, extent, old_text, old_shape
+
+
+def _locate(state: UnitState, lines: list[str], shapes: dict[tuple[str, bool], Shape]) -> _Edit | None:
+    """The one function unit whose body the change lies in, parsed anew; None when it is not so."""
+    body = _changed_body(state, lines, shapes)
+    if body is None:
+        return None
+    number, first, last, parent, delta, extent, old_text, old_shape = body
+    in_class = parent >= 0
+    new_text = "".join(lines[first - 1 : extent + delta])
     node = _parse_unit(new_text, in_class)
     if not isinstance(node, _FUNCTIONS) or node.name != old_shape.name \
             or isinstance(node, ast.AsyncFunctionDef) != old_shape.is_async:
@@ -284,16 +298,11 @@ def unparsable_unit(state: UnitState, lines: list[str]) -> tuple[int, int, str] 
     with a decorator, so whatever parses the file parses it in its place as a run of statements, and what
     cannot parse it cannot parse the file (the server then spares asking libcst about the whole file,
     `kvlint.flow.lowering`, when `ast`'s error lies in it)."""
-    old = state.prepared
-    unit = _unit_of_change(old, lines)
-    if unit is None:
+    body = _changed_body(state, lines, dict(state.shapes))
+    if body is None:
         return None
-    number, first_changed, delta, extent = unit
-    first, _, parent = old.segments[number]
+    _, first, _, parent, delta, extent, _, _ = body
     in_class = parent >= 0
-    old_shape = _shape("".join(old.lines[first - 1 : extent]), in_class, dict(state.shapes))
-    if not old_shape.function or not old_shape.header_end or first_changed <= first - 1 + old_shape.header_end:
-        return None
     new_lines = lines[first - 1 : extent + delta]
     text = "".join(new_lines)
     if _parse_unit(text, in_class) is not None or not _is_whole(text):
