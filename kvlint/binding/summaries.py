@@ -86,8 +86,9 @@ class ParkedReturn:
 
 @dataclass(frozen=True)
 class SelfStore:
-    """The `methods` of `module` store a local name on `self.attribute` (`self._pending = kvo`, or in a tuple),
-    and each of the `mentions` of the attribute's name in the module is such a store: unless another file
+    """The `methods` of `module` (producers) store a value on `self.attribute` (`self._pending = kvo`, a tuple,
+    `self._pending = out.kv_connector_output`), and each of the `mentions` of the attribute's name in the
+    module is a store: unless another file
     of the project names it, nothing reads the value back (`TreeIndex.settle_unread_attributes`), and a KV
     output parked there is lost (KVC006)."""
 
@@ -114,13 +115,13 @@ def function_summaries(
 ) -> list[Summary]:
     """Every use of a holder in the function's own body (nested functions are their own callers), the calls
     whose result it returns as it is, whether it returns a holder it parked an optional field on, and, with
-    `stores`, the attributes of `self` it stores a local name on (to be counted in the module: `stored_only`)."""
+    `stores`, the attributes of `self` it stores a value on (to be counted in the module: `stored_only`)."""
     parameters = {arg.arg for arg in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
     called: dict[str, set[str]] = {}  # name -> the methods it is bound from
     tested: set[str] = set()  # the names an `assert` or `if` tests with `isinstance`
     parked: set[str] = set()  # the local names an optional field is set on
     returned: set[str] = set()  # the names it returns
-    stored: set[str] = set()  # the attributes of `self` it stores a local name on
+    stored: set[str] = set()  # the attributes of `self` it stores a value on
     receiver = function.args.args[0].arg if function.args.args else ""
     for node in _own_nodes(function.body):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
