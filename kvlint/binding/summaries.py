@@ -88,9 +88,8 @@ class ParkedReturn:
 class SelfStore:
     """The `methods` of `module` (producers) store a value on `self.attribute` (`self._pending = kvo`, a tuple,
     `self._pending = out.kv_connector_output`), and each of the `mentions` of the attribute's name in the
-    module is a store: unless another file
-    of the project names it, nothing reads the value back (`TreeIndex.settle_unread_attributes`), and a KV
-    output parked there is lost (KVC006)."""
+    module is a store: unless another file of the project names it, nothing reads the value back
+    (`TreeIndex.settle_unread_attributes`), and a KV output parked there is lost (KVC006)."""
 
     module: str
     attribute: str
