@@ -160,3 +160,36 @@ def test_what_the_analysis_knew_of_a_batch_by_id_goes_with_the_batch() -> None:
     analysis.expressions.forget_nodes = forget_nodes  # type: ignore[method-assign]
     analysis.run([ast.parse(MODULE), ast.parse("\n" * MODULE.count("\n") + again)])
     assert len(seen) == 2 and seen[0] > 0 and analysis.expressions.names_within == {}
+
+
+def test_evolve_copies_as_dataclasses_replace_does():
+    """The flow's cheap copy of a value equals `dataclasses.replace`'s, hashes alike, leaves the original alone,
+    refuses a field the class lacks, and hands a class it cannot copy by its `__dict__` to `dataclasses.replace`."""
+    import dataclasses
+
+    from kvlint.flow.state import Nullness, ScopeContext, Value, evolve
+    from kvlint.sites import Span
+
+    held = Value(Nullness.MAYBE_NONE, connector_output=True, origin="`out.kv_connector_output`", kv_source=True)
+    copied = evolve(held, nullness=Nullness.NOT_NONE, guard="`is not None`")
+    assert copied == dataclasses.replace(held, nullness=Nullness.NOT_NONE, guard="`is not None`")
+    assert hash(copied) == hash(dataclasses.replace(held, nullness=Nullness.NOT_NONE, guard="`is not None`"))
+    assert (held.nullness, held.guard, copied.kv_source) == (Nullness.MAYBE_NONE, "", True)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        copied.guard = "changed"  # type: ignore[misc]
+    with pytest.raises(TypeError, match="no field nulness"):
+        evolve(held, nulness=Nullness.NONE)
+    scope = ScopeContext("module.step")
+    assert evolve(scope, producer=True) == ScopeContext("module.step", producer=True) and not scope.producer
+    span = Span(1, 2, 3, 4)  # slots: no `__dict__` to copy
+    assert evolve(span, line=5) == dataclasses.replace(span, line=5)
+
+    @dataclasses.dataclass(frozen=True)
+    class Derived:
+        base: int
+        double: int = dataclasses.field(init=False)
+
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "double", 2 * self.base)
+
+    assert evolve(Derived(1), base=4).double == 8  # `__post_init__` runs again, as `dataclasses.replace` has it

@@ -4,7 +4,6 @@ connector-path facts, walked statement by statement over an `ast` module."""
 from __future__ import annotations
 
 import ast
-import dataclasses
 from collections.abc import Iterable, Sequence
 
 from kvlint.config import Config
@@ -14,6 +13,7 @@ from kvlint.flow.expressions import COPY_FUNCTIONS, Expressions
 from kvlint.flow.narrowing import Narrowing
 from kvlint.flow.recording import Recorder
 from kvlint.flow.state import (
+    evolve,
     UNTRACKED,
     Nullness,
     NullnessState,
@@ -102,7 +102,7 @@ class FlowAnalysis:
             self.expressions.forget_nodes()
             del batch  # not alive while the next batch is parsed
         for key in self.context.attached_outputs & self.context.sites.keys():
-            self.context.sites[key] = dataclasses.replace(
+            self.context.sites[key] = evolve(
                 self.context.sites[key], carries_connector_output=True, connector_output_argument="(assigned after it)"
             )
         fieldless = self._fieldless_invariants()
@@ -142,7 +142,7 @@ class FlowAnalysis:
             if site.kind is SiteKind.KV_DROPPED:
                 del self.context.sites[key]
             elif site.kind in (SiteKind.SENTINEL_USE, SiteKind.OUTPUT_CONSTRUCTION) and site.on_connector_path:
-                self.context.sites[key] = dataclasses.replace(site, on_connector_path=False, path_reason="")
+                self.context.sites[key] = evolve(site, on_connector_path=False, path_reason="")
 
     def _start_scope(self, scope: ScopeContext) -> None:
         context = self.context
@@ -179,7 +179,7 @@ class FlowAnalysis:
             state.values[receiver] = Value(
                 Nullness.NOT_NONE, cls=self.context.scope.class_name, connector_output=bool(payload), invariant=payload
             )
-        self.context.scope = dataclasses.replace(self.context.scope, producer=self._is_producer(node))
+        self.context.scope = evolve(self.context.scope, producer=self._is_producer(node))
         for invariant, reason in self._connector_function_reasons(node).items():
             state.set_path(invariant, PathFact.ON, reason)
             self.recorder.record(
@@ -235,9 +235,9 @@ class FlowAnalysis:
                 declared = self.expressions.annotation_value(param.annotation, f"parameter `{name}`")
                 if declared is not None:
                     # a parameter is not a KV source a producer must hand on (KVC006 is about what it reads)
-                    value = dataclasses.replace(declared, kv_source=False)
+                    value = evolve(declared, kv_source=False)
                     if value.connector_output and value.nullness is Nullness.NOT_NONE:
-                        value = dataclasses.replace(value, guard="annotated non-Optional")
+                        value = evolve(value, guard="annotated non-Optional")
             state.values[name] = value
 
     def _is_producer(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import dataclasses
 import io
 import re
 import tokenize
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from kvlint.flow.context import FlowContext
 from kvlint.flow.recording import site_invariant
 from kvlint.flow.state import (
+    evolve,
     FRESH,
     UNTRACKED,
     Nullness,
@@ -252,7 +252,7 @@ class Expressions:
             return declared
         argument = receiver.cls_args[params.index(declared.name)]
         assert isinstance(argument, TypeRef)
-        return dataclasses.replace(argument, optional=argument.optional or declared.optional)
+        return evolve(argument, optional=argument.optional or declared.optional)
 
     # --------------------------------------------------------- evaluation
 
@@ -302,7 +302,7 @@ class Expressions:
         attr = node.attr
         if receiver.nullness is Nullness.NONE and not receiver.tracked and attr in self._payload_members():
             # `kvo = None`, then `kvo.finished_...`
-            receiver = dataclasses.replace(receiver, connector_output=True, invariant=self._member_invariant(attr))
+            receiver = evolve(receiver, connector_output=True, invariant=self._member_invariant(attr))
         self.recorder.sink(node.value, receiver, f"attribute access `.{attr}`", node, state)
         return self.attribute_value(node, receiver, state)
 
@@ -517,7 +517,7 @@ class Expressions:
         self.hand_on([arg.value for arg in arguments], state)
         for arg in arguments:  # a callee handed a shallow copy may give it fresh members: stop suspecting them
             if isinstance(arg.value, ast.Name) and (held := state.values.get(arg.value.id)) and held.shallow_copy:
-                state.values[arg.value.id] = dataclasses.replace(held, shallow_copy=False)
+                state.values[arg.value.id] = evolve(held, shallow_copy=False)
         return values
 
     def hand_on(self, expressions: Sequence[ast.AST], state: NullnessState) -> None:
@@ -527,7 +527,7 @@ class Expressions:
             named = {name for expression in expressions for name in holders & self._names_within(expression)}
             for key, held in list(state.values.items()):
                 if held.parked_on in named:
-                    state.values[key] = dataclasses.replace(held, parked_on="")
+                    state.values[key] = evolve(held, parked_on="")
         pending = {  # a parked value handed on again is handed on for good
             k for k, v in state.values.items()
             if "." not in k and ((v.kv_source and (not v.handed_on or v.parked_on)) or v.output_sites)
@@ -538,7 +538,7 @@ class Expressions:
             for name in pending & self._names_within(expression):
                 pending.discard(name)
                 # an output that escapes before its connector output is set stays without it (KVC003)
-                state.values[name] = dataclasses.replace(
+                state.values[name] = evolve(
                     state.values[name], handed_on=True, output_sites=frozenset(), parked_on="")
 
     def forget_nodes(self) -> None:
@@ -670,7 +670,7 @@ class Expressions:
             if owner.attr == "__dict__" and isinstance(owner.value, ast.Name):
                 held = state.values.get(owner.value.id)
                 if held is not None and held.shallow_copy:
-                    state.values[owner.value.id] = dataclasses.replace(held, shallow_copy=False)
+                    state.values[owner.value.id] = evolve(held, shallow_copy=False)
         if isinstance(node.func, ast.Attribute) and receiver is not None:
             name = node.func.attr
             if receiver.sentinel_part and name in MUTATING_METHODS:
@@ -697,7 +697,7 @@ class Expressions:
             if name == "pop" and len(args) < 2:
                 return receiver.item
             optional = join_values(receiver.item, none) if default_none else join_values(receiver.item, args[1])
-            return dataclasses.replace(optional, origin=optional.origin or f"`{self.context.source.code(node)}`")
+            return evolve(optional, origin=optional.origin or f"`{self.context.source.code(node)}`")
         if name == "values" and receiver.item is not None:
             return Value(Nullness.NOT_NONE, element=receiver.item)
         if name == "items" and receiver.item is not None:
@@ -708,7 +708,7 @@ class Expressions:
                 added = args[-1].element if name == "extend" else args[-1]
                 if added is not None:
                     element = join_values(receiver.element, added) if receiver.element else added
-                    state.values[key] = dataclasses.replace(receiver, element=element, item=element)
+                    state.values[key] = evolve(receiver, element=element, item=element)
         return None
 
     def _container_builtin(self, callee: str | None, args: list[Value]) -> Value | None:
@@ -721,7 +721,7 @@ class Expressions:
             parts = tuple(a.element or UNTRACKED for a in args)
             return Value(Nullness.NOT_NONE, element=Value(Nullness.NOT_NONE, parts=parts))
         if callee == "filter" and len(args) == 2 and args[0].nullness is Nullness.NONE and args[1].element:
-            kept = dataclasses.replace(args[1].element, nullness=Nullness.NOT_NONE, guard="`filter(None, ...)`")
+            kept = evolve(args[1].element, nullness=Nullness.NOT_NONE, guard="`filter(None, ...)`")
             return Value(Nullness.NOT_NONE, element=kept)
         if callee == "next" and args and args[0].element is not None:
             if len(args) >= 2:
@@ -834,9 +834,9 @@ class Expressions:
             return right
         right = self.eval(last, left_false)
         self._become(state, self.narrowing.join(left_true, left_false))
-        truthy_left = dataclasses.replace(left, nullness=Nullness.NOT_NONE) if left.tracked else FRESH
+        truthy_left = evolve(left, nullness=Nullness.NOT_NONE) if left.tracked else FRESH
         if right.nullness is Nullness.NOT_NONE:
-            return dataclasses.replace(
+            return evolve(
                 join_values(truthy_left, right),
                 nullness=Nullness.NOT_NONE,
                 guard=f"`or {self.context.source.code(last)}` default",
@@ -873,12 +873,12 @@ class Expressions:
         """A nested function sees the enclosing scope's maybe-None KV values as maybe None: it may run later.
         A name that is None for now is left out: `x = None` is often a placeholder set before the call."""
         captured = tuple(
-            (key, dataclasses.replace(value, guard="", handed_on=True, evidence=False))  # no path inside
+            (key, evolve(value, guard="", handed_on=True, evidence=False))  # no path inside
             for key, value in sorted(state.values.items(), key=lambda item: item[0])
             if "." not in key and "[" not in key and value.connector_output
             and value.nullness in (Nullness.MAYBE_NONE, Nullness.NOT_NONE)
         )
-        return dataclasses.replace(self.context.scope, qualname=qualname, captured=captured, producer=producer)
+        return evolve(self.context.scope, qualname=qualname, captured=captured, producer=producer)
 
     def eval_defaults(self, params: ast.arguments, state: NullnessState) -> None:
         """Default values are evaluated where the function is defined."""
@@ -898,7 +898,7 @@ class Expressions:
             for condition in comp.ifs:
                 inner, _ = self.narrowing.narrow(condition, inner, "comprehension condition")
         values = [self.eval(result, inner) for result in results]
-        element = dataclasses.replace(values[-1], kv_source=False) if values[-1].tracked else None
+        element = evolve(values[-1], kv_source=False) if values[-1].tracked else None
         if isinstance(node, ast.DictComp):
             return Value(Nullness.NOT_NONE, item=element, local_container=True)
         return Value(Nullness.NOT_NONE, element=element, item=element, local_container=True)
@@ -925,7 +925,7 @@ class Expressions:
             values.append(value)
         if isinstance(node, ast.Tuple) and not starred:
             return Value(Nullness.NOT_NONE, parts=tuple(values))
-        tracked = [dataclasses.replace(v, kv_source=False) for v in values if v.tracked]
+        tracked = [evolve(v, kv_source=False) for v in values if v.tracked]
         element = tracked[0] if tracked else None
         for value in tracked[1:]:
             element = join_values(element, value)  # type: ignore[arg-type]
@@ -945,7 +945,7 @@ class Expressions:
                 self.eval(key, state)
                 value = self.eval(element, state)
                 if value.tracked:
-                    value = dataclasses.replace(value, kv_source=False)
+                    value = evolve(value, kv_source=False)
                     item = join_values(item, value) if item is not None else value
             else:  # `**x`
                 unknown = True

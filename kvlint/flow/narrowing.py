@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -10,6 +9,7 @@ import ast
 
 from kvlint.flow.context import FlowContext
 from kvlint.flow.state import (
+    evolve,
     Nullness,
     NullnessState,
     UNTRACKED,
@@ -66,7 +66,7 @@ class Narrowing:
                 # bound on one path only: its value there proves nothing about the other path
                 present = right if left is None else left
                 assert present is not None
-                values[key] = dataclasses.replace(present, evidence=False) if present.evidence else present
+                values[key] = evolve(present, evidence=False) if present.evidence else present
             else:
                 values[key] = join_values(left, right)
         paths: dict[str, tuple[PathFact, str]] = {}
@@ -134,10 +134,10 @@ class Narrowing:
             self.set_nullness(key, Nullness.NOT_NONE, true_state, f"truthiness check (`{how}`)")
             value = false_state.values.get(key) or self.expressions.default_for_key(key)
             if value is not None and (value.payload or value.connector_output):
-                false_state.values[key] = dataclasses.replace(value, empty=True)  # falsy: None or empty
+                false_state.values[key] = evolve(value, empty=True)  # falsy: None or empty
                 self._mark_empty_output(key, false_state)
             elif self._is_emptiness_field(key, false_state):  # `not kvo.invalid_block_ids`: never None, empty
-                false_state.values[key] = dataclasses.replace(value or UNTRACKED, empty=True)
+                false_state.values[key] = evolve(value or UNTRACKED, empty=True)
                 self._mark_empty_output(key, false_state)
         return true_state, false_state
 
@@ -157,7 +157,7 @@ class Narrowing:
             return
         value = self.expressions.lookup(owner, state)
         if value.connector_output and self.statements.known_empty(owner, value, state):
-            state.values[owner] = dataclasses.replace(value, empty=True)
+            state.values[owner] = evolve(value, empty=True)
 
     def condition_of(self, test: ast.expr, state: NullnessState) -> tuple[object, ...] | None:
         """What a boolean assigned from `test` remembers: `use_kv = has_kv_transfer_group()`, `ok = x is not None`."""
@@ -198,7 +198,7 @@ class Narrowing:
         """Where `invariant`'s connector is off, what its optional context yielded is None (nothing to hand on)."""
         for key, value in list(state.values.items()):
             if value.none_off_path and value.invariant == invariant and value.nullness is Nullness.MAYBE_NONE:
-                state.values[key] = dataclasses.replace(value, nullness=Nullness.NONE, guard="")
+                state.values[key] = evolve(value, nullness=Nullness.NONE, guard="")
 
     def _narrow_none_comparison(
         self, test: ast.Compare, state: NullnessState
@@ -255,8 +255,8 @@ class Narrowing:
             if key is not None:
                 value = self.expressions.lookup(key, state)
                 if value.connector_output:
-                    true_state.values[key] = dataclasses.replace(value, nullness=Nullness.NOT_NONE, empty=True)
-                    false_state.values[key] = dataclasses.replace(value, nullness=Nullness.NOT_NONE)
+                    true_state.values[key] = evolve(value, nullness=Nullness.NOT_NONE, empty=True)
+                    false_state.values[key] = evolve(value, nullness=Nullness.NOT_NONE)
             return true_state, false_state
         if callee in ("isinstance", "bool") and arguments and not arguments[0].star:
             self.expressions.eval(test, state)
@@ -270,7 +270,7 @@ class Narrowing:
                 narrowed = self._isinstance_class(test) if callee == "isinstance" else None
                 held = true_state.values.get(key)
                 if narrowed and held is not None:
-                    true_state.values[key] = dataclasses.replace(held, cls=narrowed)  # its declarations now apply
+                    true_state.values[key] = evolve(held, cls=narrowed)  # its declarations now apply
             return true_state, false_state
         return self._narrow_type_predicate(test, callee, arguments, state)
 
@@ -326,6 +326,6 @@ class Narrowing:
         value = self.expressions.lookup(key, state)
         if not value.tracked and value.nullness is Nullness.UNKNOWN:
             return
-        state.values[key] = dataclasses.replace(
+        state.values[key] = evolve(
             value, nullness=nullness, guard=guard if nullness is Nullness.NOT_NONE else ""
         )

@@ -3,8 +3,39 @@ path at one program point, and how two incoming paths join (a "may" analysis).""
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
+from typing import TypeVar
+
+
+_Record = TypeVar("_Record")
+_INIT_FIELDS: dict[type, frozenset[str] | None] = {}  # per class: its fields, or None where `evolve` must not copy
+
+
+def evolve(record: _Record, **changes: object) -> _Record:
+    """`dataclasses.replace`, for the flow's hot path: a copy of `record` with `changes`.
+
+    The flow makes a changed copy of a value at almost every step; `dataclasses.replace` looks the class's fields up
+    and calls `__init__` each time, 5.6 us for a `Value`, where copying its `__dict__` takes 0.8 us. That copy is
+    the same object only for a dataclass whose `__init__` does nothing else: every field is an `__init__`
+    argument, no `__post_init__`, no slots. Any other class goes to `dataclasses.replace`.
+    """
+    cls = type(record)
+    try:
+        names = _INIT_FIELDS[cls]
+    except KeyError:
+        fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+        plain = all(f.init for f in fields) and not hasattr(cls, "__post_init__") and hasattr(record, "__dict__")
+        names = _INIT_FIELDS[cls] = frozenset(f.name for f in fields) if plain else None
+    if names is None:
+        return dataclasses.replace(record, **changes)  # type: ignore[type-var]
+    if not names.issuperset(changes):
+        raise TypeError(f"{cls.__name__} has no field {', '.join(sorted(set(changes) - names))}")
+    copied = object.__new__(cls)
+    copied.__dict__.update(record.__dict__)
+    copied.__dict__.update(changes)
+    return copied
 
 
 class Nullness(enum.Enum):

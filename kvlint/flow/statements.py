@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -12,6 +11,7 @@ from kvlint.binding.annotations import AnnotationKind, classify_annotation
 from kvlint.flow.context import FlowContext
 from kvlint.flow.recording import site_invariant, value_names
 from kvlint.flow.state import (
+    evolve,
     FRESH,
     join_values,
     UNTRACKED,
@@ -67,9 +67,9 @@ class Statements:
             del declared_defaults[existing]  # the receiver changed: its members' declarations may differ
         for name, held in list(state.values.items()):
             if held.held_by and (held.held_by == key or held.held_by.startswith((prefix_dot, prefix_index))):
-                state.values[name] = dataclasses.replace(held, held_by="")  # `self.state = None`: only we hold it
+                state.values[name] = evolve(held, held_by="")  # `self.state = None`: only we hold it
             elif held.parked_on == key:  # the name is rebound: the holder lives on somewhere else, or nowhere
-                state.values[name] = dataclasses.replace(held, parked_on="")
+                state.values[name] = evolve(held, parked_on="")
         state.values[key] = value
 
     def _invalidate(self, key: str, state: NullnessState) -> None:
@@ -89,18 +89,18 @@ class Statements:
         if isinstance(target, ast.Name):
             source = ref_key(value_node) if isinstance(value_node, (ast.Attribute, ast.Subscript)) else None
             if value.kv_source and source is not None and source.startswith("self."):
-                value = dataclasses.replace(value, held_by=source)  # still stored on `self` as long as that stays
+                value = evolve(value, held_by=source)  # still stored on `self` as long as that stays
             declared = self.context.declared_names.get(target.id)
             if declared is not None and value.nullness is Nullness.UNKNOWN and not value.tracked:
                 # a value of unknown type takes the declared type, without its None (mypy: `X | Any`); a path
                 # that left the name None still joins in as maybe None
-                value = dataclasses.replace(declared, nullness=Nullness.NOT_NONE, guard="")
+                value = evolve(declared, nullness=Nullness.NOT_NONE, guard="")
             if (
                 self.context.scope.qualname == "<module>"
                 and target.id not in self.context.imports.bindings
                 and matches(target.id, self.context.invariants.empty_sentinels)
             ):
-                value = dataclasses.replace(self.expressions.sentinel_value(target.id), origin=f"`{target.id}`")
+                value = evolve(self.expressions.sentinel_value(target.id), origin=f"`{target.id}`")
             elif value.sentinel and value_node is not None:
                 self.recorder.record(
                     SiteKind.SENTINEL_USE,
@@ -133,7 +133,7 @@ class Statements:
             if key is not None:
                 payload_fields = self.context.invariants.payload_fields_of(receiver.invariant)
                 if receiver.connector_output and target.attr in payload_fields:
-                    value = dataclasses.replace(
+                    value = evolve(
                         value, payload=value.payload or value.nullness is not Nullness.UNKNOWN,
                         invariant=value.invariant or receiver.invariant,
                     )
@@ -147,7 +147,7 @@ class Statements:
             receiver_key = ref_key(target.value)
             if receiver.local_container and receiver_key is not None and value.tracked:
                 item = join_values(receiver.item, value) if receiver.item is not None else value
-                state.values[receiver_key] = dataclasses.replace(receiver, item=item)
+                state.values[receiver_key] = evolve(receiver, item=item)
             key = ref_key(target)
             if key is not None:
                 self._invalidate(key, state)
@@ -193,7 +193,7 @@ class Statements:
         """Remember what a name is declared to hold: an assignment of a value kvlint cannot type takes it."""
         declared = self.expressions.annotation_value(annotation, f"declared `{self.context.source.code(annotation)}`")
         if declared is not None and (declared.tracked or declared.cls):
-            self.context.declared_names[name] = dataclasses.replace(declared, kv_source=False)
+            self.context.declared_names[name] = evolve(declared, kv_source=False)
         else:
             self.context.declared_names.pop(name, None)
 
@@ -208,7 +208,7 @@ class Statements:
         key = ref_key(node)
         if key is not None and (attached or receiver.empty_copy):
             lacking = tuple(other for other in receiver.sentinel_of if other != invariant)
-            state.values[key] = dataclasses.replace(
+            state.values[key] = evolve(
                 receiver, output_sites=receiver.output_sites - attached,
                 empty_copy=receiver.empty_copy and bool(lacking), sentinel_of=lacking,
             )
@@ -243,12 +243,11 @@ class Statements:
         if len(targets) == 1 and isinstance(targets[0], ast.Name):
             condition = self.narrowing.condition_of(node.value, state)
             if condition is not None:
-                value = dataclasses.replace(FRESH, condition=condition)
+                value = evolve(FRESH, condition=condition)
         for target in targets:
             self.assign(target, value, state, node.value)
         for name in on_self:  # after the store, which would take a park on its own key back
-            state.values[name] = dataclasses.replace(state.values[name], handed_on=True,
-                                                     parked_on=ref_key(targets[0]) or "")
+            state.values[name] = evolve(state.values[name], handed_on=True, parked_on=ref_key(targets[0]) or "")
         return state
 
     def _stored_unread(self, node: ast.Assign, state: NullnessState) -> list[str]:
@@ -285,7 +284,7 @@ class Statements:
                 or receiver.sentinel or receiver.empty_copy or receiver.output_sites
                 or (receiver.cls and matches(receiver.cls, self.context.invariants.output_classes))):
             return False
-        state.values[name] = dataclasses.replace(held, handed_on=True, parked_on=holder)
+        state.values[name] = evolve(held, handed_on=True, parked_on=holder)
         self.context.parks[(self.context.scope.qualname, holder, name)] = node
         return True
 
@@ -304,7 +303,7 @@ class Statements:
             declared = self.expressions.annotation_value(node.annotation, f"`{node.target.id}`")
             value = self.expressions.eval(node.value, state)
             if declared is not None and value.nullness is Nullness.UNKNOWN and not value.tracked:
-                value = dataclasses.replace(declared, kv_source=False)
+                value = evolve(declared, kv_source=False)
             self.assign(node.target, value, state, node.value)
             return state
         declared_payload = self.expressions.annotation_value(node.annotation, "") if kind is not None else None
@@ -326,7 +325,7 @@ class Statements:
         value = self.expressions.eval(node.value, state)
         if kind is AnnotationKind.OPTIONAL_PAYLOAD:
             if value.nullness is Nullness.NONE or (value.nullness is not Nullness.UNKNOWN and not value.tracked):
-                value = dataclasses.replace(
+                value = evolve(
                     value,
                     connector_output=True,
                     evidence=True,
@@ -357,7 +356,7 @@ class Statements:
         self.recorder.sink(node.value, right, f"`{operator}`", node.value, state)
         key = ref_key(node.target)
         if key is not None:
-            kept = dataclasses.replace(target_value, nullness=Nullness.NOT_NONE) if target_value.tracked else UNTRACKED
+            kept = evolve(target_value, nullness=Nullness.NOT_NONE) if target_value.tracked else UNTRACKED
             self._bind(key, kept, state)
         self.expressions.hand_on([node.value], state)  # `done |= kvo.finished_sending or set()` consumes `kvo`
         return state
@@ -873,7 +872,7 @@ class Statements:
             if payload_of and key in self.context.invariants.payload_fields_of(payload_of) and isinstance(
                 inner, ast.MatchAs
             ) and inner.pattern is None and inner.name is not None:
-                state.values[inner.name] = dataclasses.replace(  # a payload set captured: None unless declared
+                state.values[inner.name] = evolve(  # a payload set captured: None unless declared
                     self.expressions.payload_field(receiver, key, None, f"the `{key}=` pattern", state),
                     origin=f"`{inner.name}`",
                 )
@@ -895,8 +894,8 @@ class Statements:
         if self.context.recording:
             scope = self.expressions.nested_scope(qualname, state)
             if not self.context.scope.in_class_body:
-                scope = dataclasses.replace(scope, class_name="")  # a function nested in a method has no `self`
-            self.context.pending.append((node, dataclasses.replace(scope, in_class_body=False)))
+                scope = evolve(scope, class_name="")  # a function nested in a method has no `self`
+            self.context.pending.append((node, evolve(scope, in_class_body=False)))
         self._forget(node.name, state)
         return state
 
