@@ -242,19 +242,21 @@ def _prepare_in_batches(prepared: PreparedFile, text: str, config: Config) -> bo
     return True
 
 
-_last_names: tuple[object, object, tuple[str, ...]] = (None, None, ())
+_SCAN_NAMES: dict[tuple[int, tuple[str, ...]], tuple[Config, tuple[str, ...]]] = {}
 
 
 def _scan_names(config: Config, extra_names: Iterable[str]) -> tuple[str, ...]:
-    """The configured names and `extra_names`, each once: worked out once for a run's files (a configuration
-    is not changed once made; `Config.names` costs 2 us a call)."""
-    global _last_names
-    last_config, last_extra, names = _last_names
-    if last_config is not config or last_extra != extra_names:
-        extra = extra_names if isinstance(extra_names, tuple) else tuple(extra_names)
-        names = tuple(dict.fromkeys((*config.names(), *extra)))
-        _last_names = (config, extra, names)
-    return names
+    """The configured names and `extra_names`, each once: worked out once per configuration and extra names (a
+    configuration is not changed once made; `Config.names` costs 2 us a call, and a file asks twice, with the
+    runner's extra names and with none)."""
+    extra = extra_names if isinstance(extra_names, tuple) else tuple(extra_names)
+    key = (id(config), extra)
+    known = _SCAN_NAMES.get(key)
+    if known is None:  # (the entry holds its configuration, so no other one takes that id while it is kept)
+        if len(_SCAN_NAMES) >= 64:  # a long-lived server makes a configuration per change of its files
+            _SCAN_NAMES.clear()
+        known = _SCAN_NAMES[key] = (config, tuple(dict.fromkeys((*config.names(), *extra))))
+    return known[1]
 
 
 _NESTING_ERRORS = ("too many nested", "too deeply nested", "too many levels of indentation", "too many statically")

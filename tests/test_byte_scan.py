@@ -4,11 +4,13 @@ whose names share substrings with the first must add few searches over the files
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvlint.byte_scan import _probes, distinct_needles, mentions_any
-from kvlint.config import Config
+from kvlint.config import Config, config_from_mapping
 
 
 class _CountingText(str):
@@ -96,3 +98,16 @@ def test_needle_pruning_keeps_exactly_the_names_that_contain_no_other(names: lis
     unique = list(dict.fromkeys(names))
     expected = tuple(name for name in unique if not any(other != name and other in name for other in unique))
     assert distinct_needles(names) == expected
+
+
+def test_the_scan_names_are_worked_out_per_configuration_and_extra_names():
+    """A file asks for the scan's names twice, with the runner's extra names and with none: each answer is
+    its own (a one-entry memo thrashed between them), and two configurations never share one."""
+    from kvlint.engine import _scan_names
+
+    kv_only, both = config_from_mapping({"presets": ["kv"]}, Path("pyproject.toml")), Config()
+    for _ in range(2):
+        assert _scan_names(both, ()) == both.names()
+        assert _scan_names(both, ("step_state",)) == (*both.names(), "step_state")
+        assert _scan_names(kv_only, ()) == kv_only.names() != both.names()
+    assert _scan_names(both, iter(["step_state", "step_state"])) == (*both.names(), "step_state")
