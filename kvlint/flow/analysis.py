@@ -29,6 +29,9 @@ from kvlint.binding.names import ImportTable, matches
 from kvlint.sites import Site, SiteKind, Span
 from kvlint.binding.tree_index import TreeIndex
 
+# the sites that demand a connector output (KVC002, KVC003, KVC006), which an output class without the field drops
+_DEMANDS = (SiteKind.SENTINEL_USE, SiteKind.OUTPUT_CONSTRUCTION, SiteKind.KV_DROPPED)
+
 
 class FlowAnalysis:
     """Analyse every scope of one module and collect its sites: the driver, which starts each scope and
@@ -105,9 +108,10 @@ class FlowAnalysis:
             self.context.sites[key] = evolve(
                 self.context.sites[key], carries_connector_output=True, connector_output_argument="(assigned after it)"
             )
-        fieldless = self._fieldless_invariants()
-        if fieldless:
-            self._forget_demands(fieldless)
+        if any(site.kind in _DEMANDS for site in self.context.sites.values()):
+            fieldless = self._fieldless_invariants()
+            if fieldless:
+                self._forget_demands(fieldless)
         return sorted(self.context.sites.values(), key=lambda s: (s.span, s.kind.value, s.expression))
 
     def _fieldless_invariants(self) -> frozenset[str]:

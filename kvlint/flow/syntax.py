@@ -143,8 +143,12 @@ def one_line(code: str) -> str:
     """Source text as messages show it: on one line, without comments and without the spaces a line break
     left inside brackets (`has_kv_transfer_group()`, not `has_kv_transfer_group( )`), and shortened at a
     word boundary."""
-    text = _AFTER_OPENING.sub(r"\1", " ".join(_without_comments(code).split()))
-    text = _BEFORE_COMMA.sub(",", _BEFORE_CLOSING.sub(r"\1", text))
+    words = _without_comments(code).split()
+    if len(words) == 1:  # no space left for the patterns to take out (most operands: `out.kv_connector_output`)
+        text = words[0]
+    else:
+        text = _AFTER_OPENING.sub(r"\1", " ".join(words))
+        text = _BEFORE_COMMA.sub(",", _BEFORE_CLOSING.sub(r"\1", text))
     if len(text) <= MAX_SHOWN:
         return text
     cut = max(text.rfind(char, 0, MAX_SHOWN - 3) for char in " ,.([")
