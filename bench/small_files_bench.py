@@ -16,8 +16,12 @@ wall time; issue 27's bound is kvlint at most three times the floor, with 2 CPUs
 checks that every file's finding (or none) is reported. Run it with the development venv's Python:
 
     .venv/bin/python bench/small_files_bench.py [--files 10000] [--rounds 5] [--shapes finding clean] [--costs]
+    .venv/bin/python bench/small_files_bench.py --instructions [--shapes finding clean]
 
-`--costs` adds what one file of each shape costs, step by step, timed in this process.
+`--costs` adds what one file of each shape costs, step by step, timed in this process. `--instructions` counts
+instead of timing, which the machine's load does not move: the instructions of the floor and of `kvlint check
+--quiet --jobs 1`, each run once under valgrind's callgrind over 100 and over 1,000 files, give what one more file
+costs each (the difference over 900 files) and what a run costs before its first file (start-up and imports).
 """
 
 from __future__ import annotations
@@ -78,9 +82,15 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--shapes", nargs="+", choices=sorted(SHAPES), default=["finding", "clean"])
     parser.add_argument("--costs", action="store_true", help="also what one file of each shape costs, step by step")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions under callgrind (100 and 1,000 files) instead of timing")
     args = parser.parse_args()
+    # as a user runs it: Python may keep its .pyc files (some sandboxes set PYTHONDONTWRITEBYTECODE)
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
-    environment.pop("KVLINT_CACHE_DIR", None)
+    for variable in ("KVLINT_CACHE_DIR", "PYTHONDONTWRITEBYTECODE"):
+        environment.pop(variable, None)
+    if args.instructions:
+        return report_instructions(args.shapes, environment)
     print(f"{args.files:,} files of three lines, {len(os.sched_getaffinity(0))} CPUs, {args.rounds} rounds")
     for shape in args.shapes:
         runs = measure_shape(shape, args.files, args.rounds, environment)
@@ -192,6 +202,51 @@ def measure_shape(
                 runs[name].append((seconds, cpu))
             print(f"  {shape}: round {round_number + 1} done", file=sys.stderr, flush=True)
     return runs
+
+
+def report_instructions(shapes: list[str], environment: dict[str, str]) -> int:
+    """`--instructions`: per file and before the first, the floor's and kvlint's, counted (one job: a worker's
+    instructions would include what its parent ran before the fork)."""
+    sizes = (100, 1_000)
+    print("Instructions counted by callgrind, one run of each over 100 and over 1,000 files (`PYTHONHASHSEED=0`);")
+    print("a file: the difference over 900 files; before the first: the run over 100 files less 100 such files.")
+    print()
+    print("| shape | command | a file (K) | before the first (M) | a file / the floor's |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    for shape in shapes:
+        counts: dict[str, list[int]] = {"floor": [], "kvlint": []}
+        with tempfile.TemporaryDirectory(prefix="kvlint-small-") as temporary:
+            for files in sizes:
+                tree = Path(temporary) / f"tree-{files}"
+                tree.mkdir()
+                write_tree(tree, files, SHAPES[shape])
+                commands = {"floor": [sys.executable, "-c", FLOOR, tree.name],
+                            "kvlint": [sys.executable, "-m", "kvlint", "check", "--quiet", "--jobs", "1", tree.name]}
+                for name, command in commands.items():
+                    measure(command, Path(temporary), environment)  # the first imports' .pyc files: not counted
+                    counts[name].append(counted(command, Path(temporary), environment))
+        per_file = {name: (few_many[1] - few_many[0]) / (sizes[1] - sizes[0]) for name, few_many in counts.items()}
+        for name, label in (("floor", "floor: read and `ast.parse`"), ("kvlint", "`kvlint check --quiet --jobs 1`")):
+            fixed = counts[name][0] - sizes[0] * per_file[name]
+            print(f"| `{shape}` | {label} | {per_file[name] / 1e3:,.0f} | {fixed / 1e6:,.0f} "
+                  f"| {per_file[name] / per_file['floor']:.2f} |")
+    return 0
+
+
+def counted(command: list[str], cwd: Path, environment: dict[str, str]) -> int:
+    """The instructions of one run of `command` (one process), counted by callgrind."""
+    with tempfile.NamedTemporaryFile(prefix="callgrind-", dir=cwd) as out:
+        try:
+            subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out.name}", *command], cwd=cwd,
+                           env={**environment, "PYTHONHASHSEED": "0"}, check=True, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+        except FileNotFoundError:
+            raise SystemExit("--instructions needs valgrind (Debian: apt install valgrind)") from None
+        except subprocess.CalledProcessError as error:  # kvlint's 1: findings
+            if command[2:3] != ["kvlint"] or error.returncode != 1:
+                raise SystemExit(f"valgrind {command[:3]} failed ({error.returncode})") from None
+        summary = [line for line in Path(out.name).read_text().splitlines() if line.startswith(("summary:", "totals:"))]
+    return int(summary[0].split()[1])
 
 
 if __name__ == "__main__":
