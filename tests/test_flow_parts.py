@@ -193,3 +193,20 @@ def test_evolve_copies_as_dataclasses_replace_does():
             object.__setattr__(self, "double", 2 * self.base)
 
     assert evolve(Derived(1), base=4).double == 8  # `__post_init__` runs again, as `dataclasses.replace` has it
+
+
+def test_a_report_without_its_sites_keeps_everything_else():
+    """What a check's worker sends back: the report with no sites, every other field as it was (a field added
+    to `FileReport` and not copied by `without_sites` fails here)."""
+    import dataclasses
+
+    from kvlint.engine import FileReport
+
+    report = analyse_source(MODULE, "m.py", Config())
+    assert report.sites and report.findings
+    full = dataclasses.replace(report, traceback="Traceback (most recent call last): ...")
+    assert full.without_sites() == dataclasses.replace(full, sites=())
+    assert [field.name for field in dataclasses.fields(FileReport)] == [
+        "display_path", "sites", "findings", "analysed", "traceback"]
+    bare = FileReport("m.py")
+    assert bare.without_sites() is bare

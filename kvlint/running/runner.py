@@ -604,7 +604,7 @@ def _analyse_ready(prepared: PreparedFile, args: _Task) -> FileReport:
     _, config, names, suppress, fixes, sites = args
     index: TreeIndex = shared_with_workers()
     report = analyse_prepared(prepared, config, index, names, suppress, fixes)
-    return report if sites or not report.sites else dataclasses.replace(report, sites=())
+    return report if sites else report.without_sites()
 
 
 def index_tree(paths: Sequence[Path], config: Config) -> tuple[TreeIndex, frozenset[str]]:
