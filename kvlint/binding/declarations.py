@@ -920,7 +920,6 @@ class PathCallCounter:
             stack.extend(ast.iter_child_nodes(current))
 
 
-_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _COPIES = frozenset({"copy", "deepcopy", "replace", "copy.copy", "copy.deepcopy", "dataclasses.replace"})
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
