@@ -247,6 +247,115 @@ def test_a_function_called_only_on_connector_paths_is_on_one(tmp_path: Path, mon
     assert run([Path(".")], Config(), jobs=1).findings == []  # a mention that is not a guarded call
 
 
+COMPLETING_CALLERS = '''
+import copy
+
+from vllm.distributed.kv_transfer import has_kv_transfer_group
+from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT, ModelRunnerOutput
+
+
+class Runner:
+    def _bare_output(self, scheduler_output):
+        return ModelRunnerOutput(req_ids=list(scheduler_output.req_ids), req_id_to_index={})
+
+    def _empty_copy(self):
+        return copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)
+
+    def _no_forward(self, scheduler_output):
+        return EMPTY_MODEL_RUNNER_OUTPUT
+
+    def execute_model(self, scheduler_output):
+        with self._get_kv_connector_output(scheduler_output) as kvo:
+            self.model(scheduler_output)
+        output = self._bare_output(scheduler_output)
+        output.kv_connector_output = kvo
+        return output
+
+    def idle(self, scheduler_output):
+        if not has_kv_transfer_group():
+            return EMPTY_MODEL_RUNNER_OUTPUT
+        if not scheduler_output.total_num_scheduled_tokens:
+            return self._no_forward(scheduler_output)
+        with self._get_kv_connector_output(scheduler_output) as kvo:
+            pass
+        output = self._empty_copy()
+        output.kv_connector_output = kvo
+        return output
+'''
+
+
+def test_a_helper_whose_callers_complete_its_output_is_not_on_their_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The caller that keeps a helper's output and attaches the connector output to it answers for it: the
+    helper is not on the caller's path (`_bare_output`, `_empty_copy`: silent), where a helper whose result the
+    caller returns as it is still is (`_no_forward`: KVC002)."""
+    (tmp_path / "runner.py").write_text(COMPLETING_CALLERS)
+    monkeypatch.chdir(tmp_path)
+    found = [(f.line, f.code) for f in run([Path(".")], Config(), jobs=1).findings]
+    assert found == [(16, "KVC002")]
+
+
+ATTACHING_HELPER = '''
+from copy import copy
+from dataclasses import dataclass, field
+from typing import Optional
+
+
+@dataclass
+class KVConnectorOutput:
+    finished_sending: Optional[set[str]] = None
+    finished_recving: Optional[set[str]] = None
+
+    def is_empty(self) -> bool:
+        return not self.finished_sending and not self.finished_recving
+
+
+@dataclass
+class ModelRunnerOutput:
+    req_ids: list[str]
+    req_id_to_index: dict[str, int]
+    kv_connector_output: Optional[KVConnectorOutput] = None
+
+    @staticmethod
+    def with_kv_conn_output_only(kv_connector_output: Optional[KVConnectorOutput]) -> "ModelRunnerOutput":
+        if kv_connector_output is None or kv_connector_output.is_empty():
+            return EMPTY_MODEL_RUNNER_OUTPUT
+        output = copy(EMPTY_MODEL_RUNNER_OUTPUT)
+        output.kv_connector_output = kv_connector_output
+        return output
+
+
+EMPTY_MODEL_RUNNER_OUTPUT = ModelRunnerOutput(req_ids=[], req_id_to_index={})
+'''
+
+ATTACHING_CALLER = '''
+from vllm.v1.outputs import ModelRunnerOutput
+
+
+class Worker:
+    def execute_model(self, scheduler_output):
+        with self.model_runner._get_kv_connector_output(scheduler_output) as kvo:
+            self.model_runner.execute_model(scheduler_output)
+        return ModelRunnerOutput.with_kv_conn_output_only(kvo)
+'''
+
+
+def test_the_attaching_helper_is_never_on_its_callers_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`with_kv_conn_output_only` (the preset's attaching helper) returns the sentinel for an empty connector
+    output by design: that every call of it is on a connector path makes its own return no KVC002 (what the
+    fix of a bare sentinel's return writes must not be reported in turn)."""
+    (tmp_path / "vllm" / "v1" / "worker").mkdir(parents=True)
+    for package in ("vllm", "vllm/v1", "vllm/v1/worker"):
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "vllm" / "v1" / "outputs.py").write_text(ATTACHING_HELPER)
+    (tmp_path / "vllm" / "v1" / "worker" / "worker.py").write_text(ATTACHING_CALLER)
+    monkeypatch.chdir(tmp_path)
+    result = run([Path(".")], Config(), jobs=1)
+    assert result.findings == [] and result.index is not None
+    assert result.index.connector_callees == {".with_kv_conn_output_only": ("kv",)}  # inferred, and waived
+
+
 def test_two_files_of_one_module_name_do_not_decide_for_each_other(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -818,10 +818,10 @@ def _returns_output(
 
 
 class PathCallCounter:
-    """Count the calls a module makes where a connector is syntactically active: inside `if guard():`,
-    after `if not guard(): <exit>` or `assert guard()`, inside or after `with connector_context(...)`.
+    """Count the calls a module returns or drops the result of where a connector is syntactically active: inside
+    `if guard():`, after `if not guard(): <exit>` or `assert guard()`, inside or after `with connector_context(...)`.
 
-    Only statements; expressions are walked for the statements found on such a path, so a module
+    Only statements; a return's or an expression statement's value is read where found on such a path, so a module
     without guards costs one statement walk, whatever the number of invariants: each statement is
     visited once with the set of invariants whose path it is on. The tree index compares these counts
     with every mention of a name in the tree: a function all of whose mentions are such calls is on a path.
@@ -899,30 +899,31 @@ class PathCallCounter:
         return on
 
     def _calls(self, node: ast.stmt, on: frozenset[str]) -> None:
-        """Count the calls in the statement's own expressions (not in its nested blocks), for each invariant
-        whose path the statement is on."""
-        stack: list[ast.AST] = [
-            value for name, value in ast.iter_fields(node) if name not in _BLOCK_FIELDS and isinstance(value, ast.AST)
-        ]
-        stack += [
-            item for name, value in ast.iter_fields(node) if name not in _BLOCK_FIELDS and isinstance(value, list)
-            for item in value if isinstance(item, ast.AST)
-        ]
+        """Count the calls whose result the statement returns as it is (`return self.kv_no_forward(...)`) or
+        drops (`self.flush()` alone), for each invariant whose path the statement is on. A call whose result
+        the caller keeps, completes or passes on (`out = self._bare_output(); out.kv_connector_output = kvo`)
+        is not counted: the caller, not the callee, then answers for the connector output, and the uncounted
+        mention keeps the callee off the path."""
+        if not isinstance(node, (ast.Return, ast.Expr)) or node.value is None:
+            return
+        stack: list[ast.expr] = [node.value]
         while stack:
             current = stack.pop()
-            if isinstance(current, ast.Call):
+            if isinstance(current, ast.IfExp):  # `return self.a() if x else self.b()`: either is returned
+                stack += [current.body, current.orelse]
+            elif isinstance(current, ast.Await):
+                stack.append(current.value)
+            elif isinstance(current, ast.Call):
                 target = current.func  # `obj.name(...)` can only be a method; `name(...)` only a function
                 name = f".{target.attr}" if isinstance(target, ast.Attribute) else getattr(target, "id", None)
                 if name:
                     for invariant in on:
                         key = f"{invariant}:{name}"
                         self.counts[key] = self.counts.get(key, 0) + 1
-            stack.extend(ast.iter_child_nodes(current))
 
 
 _COPIES = frozenset({"copy", "deepcopy", "replace", "copy.copy", "copy.deepcopy", "dataclasses.replace"})
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
-_BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
 
 
 def _join(prefix: str, name: str) -> str:

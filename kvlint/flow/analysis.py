@@ -211,6 +211,9 @@ class FlowAnalysis:
                 if not marked or invariant.lower() in named:
                     reasons.setdefault(invariant, "marked `# kvlint: connector-path`")
         for invariant in context.index.connector_callees.get(f".{name}" if context.scope.class_name else name, ()):
+            found = context.invariants.by_name.get(invariant)
+            if found is not None and matches(context.scope.qualname, found.attaching_helpers):
+                continue  # it attaches what its caller gives it: whether there is one is the caller's to say
             reasons.setdefault(invariant, f"every call of `{name}` in the tree is on a connector path")
         return reasons
 
