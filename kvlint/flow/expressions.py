@@ -22,6 +22,7 @@ from kvlint.flow.state import (
     join_values,
 )
 from kvlint.flow.syntax import (
+    Argument,
     call_arguments,
     dotted_name,
     operator_text,
@@ -662,6 +663,10 @@ class Expressions:
                     given = frozenset(a.keyword for a in arguments if a.keyword is not None)
                     return Value(Nullness.NOT_NONE, shallow_copy=True, known_fields=args[0].known_fields | given)
             return FRESH
+        if callee in ("setattr", "object.__setattr__") and len(arguments) == 3 and not any(
+            a.keyword or a.star for a in arguments
+        ):
+            self._set_by_name(arguments, args, state)
         if callee in ("setattr", "object.__setattr__", "object.__delattr__", "delattr") and args and args[0].sentinel:
             self.recorder.record_mutation(node, arguments[0].value, state, args[0])
             return UNTRACKED
@@ -687,6 +692,18 @@ class Expressions:
                     return join_values(value, args[2])
                 return value
         return self._container_builtin(callee, args)
+
+    def _set_by_name(self, arguments: list[Argument], args: list[Value], state: NullnessState) -> None:
+        """`setattr(out, "kv_connector_output", kvo)` attaches as `out.kv_connector_output = kvo` does; with a name
+        nobody can read here (`setattr(out, name, value)`), it may set any invariant's field: each counts as set."""
+        name = arguments[1].value
+        if isinstance(name, ast.Constant) and isinstance(name.value, str):
+            invariants = [self.context.invariants.of_field(name.value)]
+        else:
+            invariants = list(self.context.invariant_names)
+        for invariant in invariants:
+            if invariant:
+                self.statements.attach(arguments[0].value, args[0], args[2], state, invariant)
 
     def _container_method(
         self, node: ast.Call, name: str, receiver: Value, args: list[Value], state: NullnessState

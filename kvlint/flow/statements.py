@@ -118,7 +118,7 @@ class Statements:
                 self.recorder.record_mutation(target, target.value, state, receiver)
             invariant = self.context.invariants.of_field(target.attr)
             if invariant:
-                self._attach(target.value, receiver, value, state, invariant)
+                self.attach(target.value, receiver, value, state, invariant)
                 self.recorder.record(
                     SiteKind.OPTIONAL_WRITE,
                     target,
@@ -197,10 +197,11 @@ class Statements:
         else:
             self.context.declared_names.pop(name, None)
 
-    def _attach(
+    def attach(
         self, node: ast.expr, receiver: Value, value: Value, state: NullnessState, invariant: str
     ) -> None:
-        """`out.kv_connector_output = v`: an output built without it, or a copy of the sentinel, now has it."""
+        """`out.kv_connector_output = v` (or `setattr(out, "kv_connector_output", v)`): an output built without
+        it, or a copy of the sentinel, now has it."""
         if value.nullness is Nullness.NONE:
             return
         attached = frozenset(site for site in receiver.output_sites if site_invariant(site) == invariant)
