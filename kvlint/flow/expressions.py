@@ -375,6 +375,8 @@ class Expressions:
             value = self.declared_attribute(receiver, attr, f"`{code}`")
             if value is not None and key is not None:
                 self.context.declared_defaults[key] = value
+            elif value is None and receiver.cls and self.context.index.method(receiver.cls, attr) is not None:
+                return FRESH  # `step.kv_connector_output()` of a class that declares it a method: a bound method
         invariant = self.context.invariants.of_field(attr)
         if invariant:
             if value is None:
