@@ -517,11 +517,25 @@ class Expressions:
             elif arg.star == "**":
                 self.recorder.sink(arg.value, value, "`**` unpacking", arg.value, state)
             values.append(value)
+        self._attached_by_call(arguments, values, state)
         self.hand_on([arg.value for arg in arguments], state)
         for arg in arguments:  # a callee handed a shallow copy may give it fresh members: stop suspecting them
             if isinstance(arg.value, ast.Name) and (held := state.values.get(arg.value.id)) and held.shallow_copy:
                 state.values[arg.value.id] = evolve(held, shallow_copy=False)
         return values
+
+    def _attached_by_call(self, arguments: list[Argument], values: list[Value], state: NullnessState) -> None:
+        """An output (or a copy of the sentinel) passed to a call together with a connector output may leave it
+        with the connector output attached (`self._attach(output, kvo)`): nothing here says it does not."""
+        given = {value.invariant: value for value in values
+                 if value.connector_output and value.invariant and value.nullness is not Nullness.NONE}
+        if not given:
+            return
+        for arg, value in zip(arguments, values):
+            if value.output_sites or value.empty_copy:
+                for invariant, connector_output in given.items():
+                    self.statements.attach(arg.value, value, connector_output, state, invariant)
+                    value = state.values.get(ref_key(arg.value) or "", value)
 
     def hand_on(self, expressions: Sequence[ast.AST], state: NullnessState) -> None:
         """The KV values named in these expressions are passed on, stored or attached (KVC006)."""
@@ -917,7 +931,8 @@ class Expressions:
             for condition in comp.ifs:
                 inner, _ = self.narrowing.narrow(condition, inner, "comprehension condition")
         values = [self.eval(result, inner) for result in results]
-        element = evolve(values[-1], kv_source=False) if values[-1].tracked else None
+        # outputs built here stay known as such: `for output in outputs: output.kv_connector_output = kvo`
+        element = evolve(values[-1], kv_source=False) if values[-1].tracked or values[-1].output_sites else None
         if isinstance(node, ast.DictComp):
             return Value(Nullness.NOT_NONE, item=element, local_container=True)
         return Value(Nullness.NOT_NONE, element=element, item=element, local_container=True)
