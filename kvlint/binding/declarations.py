@@ -29,6 +29,12 @@ if TYPE_CHECKING:
 Resolver = Callable[[str], str]
 
 NO_RETURN_TYPES = ("typing.NoReturn", "typing.Never", "typing_extensions.NoReturn", "typing_extensions.Never")
+# Functions every Python program knows never return (a path that calls one ends there).
+KNOWN_NO_RETURN = (
+    "sys.exit", "os._exit", "os.abort", "exit", "quit",
+    "pytest.fail", "pytest.skip", "pytest.xfail", "pytest.exit",
+    "typing.assert_never", "typing_extensions.assert_never",
+)
 _OPTIONAL = ("typing.Optional", "typing_extensions.Optional")
 _UNION = ("typing.Union", "typing_extensions.Union")
 _WRAPPERS = (
@@ -337,20 +343,28 @@ def _is_ellipsis(node: ast.expr) -> bool:
 # ------------------------------------------------------------- functions
 
 
-def _never_returns(node: ast.FunctionDef | ast.AsyncFunctionDef, returns: TypeRef | None) -> bool:
-    """Annotated NoReturn, or a body that always raises (not an abstract `raise NotImplementedError`)."""
+def _never_returns(node: ast.FunctionDef | ast.AsyncFunctionDef, returns: TypeRef | None, resolve: Resolver) -> bool:
+    """Annotated NoReturn, or a body that always raises (not an abstract `raise NotImplementedError`) or ends
+    in a call that never returns (`sys.exit(message)`), as pyright infers for an unannotated function."""
     if returns is not None and returns.kind == "noreturn":
         return True
     if any(_decorator_name(d).endswith("abstractmethod") for d in node.decorator_list):
         return False
     body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    if not body or not isinstance(body[-1], ast.Raise):
+    if not body:
         return False
-    raised = body[-1].exc
-    if raised is not None:
+    last = body[-1]
+    if isinstance(last, ast.Raise):
+        raised = last.exc
         target = raised.func if isinstance(raised, ast.Call) else raised
-        if (ast_dotted_name(target) or "").endswith("NotImplementedError"):
+        if raised is not None and (ast_dotted_name(target) or "").endswith("NotImplementedError"):
             return False
+    elif isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
+        called = ast_dotted_name(last.value.func)
+        if called is None or resolve(called) not in KNOWN_NO_RETURN:
+            return False
+    else:
+        return False
     return not any(_exits_normally(statement) for statement in body)
 
 
@@ -619,7 +633,7 @@ def batch_declarations(
                     qualname = _join(prefix, child.name)
                     produces = bool(outputs) and _returns_output(child, resolve, sentinels, outputs)
                     annotated = _annotated_classes(child.returns, resolve)
-                    found.append(FunctionDecl(qualname, child.name, returns, _never_returns(child, returns),
+                    found.append(FunctionDecl(qualname, child.name, returns, _never_returns(child, returns, resolve),
                                               produces, isinstance(child, ast.AsyncFunctionDef), annotated,
                                               _tuple_returns(child, fields)))
                     if fields:  # a value stored on `self` matters where a return can drop it: in a producer

@@ -57,7 +57,9 @@ __all__ = ["SearchPath", "declarations_of", "environment_site_packages", "import
 MAX_IMPORT_DEPTH = 2  # modules imported by modules imported by a relevant file, and no further
 MAX_MODULES_READ = 400  # a bound on what one run reads beyond its own files
 MAX_MODULE_BYTES = 2 * 2**20
-_PREDICATE_WORDS = (b"NoReturn", b"Never", b"TypeGuard", b"TypeIs", b"raise")
+# what a `def` that may end a path or narrow holds: an annotation, a `raise`, or a call of `KNOWN_NO_RETURN`
+_PREDICATE_WORDS = (b"NoReturn", b"Never", b"TypeGuard", b"TypeIs", b"raise", b"exit(", b"abort(", b"quit(",
+                    b"fail(", b"skip(", b"assert_never(")
 
 
 def imported_declarations(
@@ -155,8 +157,8 @@ def imported_declarations(
 
 def _called_definitions(data: bytes, names: Iterable[str]) -> bytes:
     """The module-level `def`s of `names` (with their decorators) that could end a path or narrow: a body that
-    raises, a `NoReturn`/`Never` or `TypeGuard`/`TypeIs` return. Each runs from its `def` to the next line that
-    starts a statement at column 0; b"" when there is none."""
+    raises or calls `sys.exit`, a `NoReturn`/`Never` or `TypeGuard`/`TypeIs` return. Each runs from its `def`
+    to the next line that starts a statement at column 0; b"" when there is none."""
     found = []
     for name in sorted(names):
         for start, end in _top_level_defs(data, name.encode()):

@@ -18,18 +18,13 @@ from itertools import chain
 
 from kvlint.byte_scan import mentions_any
 from kvlint.binding.declarations import (
-    AttributeReads, ClassDecl, Declaration, FunctionDecl, GlobalDecl, Mentions, ModuleDecl, PathCalls, TypeRef,
+    KNOWN_NO_RETURN, AttributeReads, ClassDecl, Declaration, FunctionDecl, GlobalDecl, Mentions, ModuleDecl, PathCalls,
+    TypeRef,
 )
 from kvlint.binding.names import matches
 from kvlint.binding.summaries import HolderUse, PassThrough, SelfStore
 from kvlint.binding.words import word_count, word_mentions
 
-# Functions every Python program knows never return (a path that calls one ends there).
-KNOWN_NO_RETURN = (
-    "sys.exit", "os._exit", "os.abort", "exit", "quit",
-    "pytest.fail", "pytest.skip", "pytest.xfail", "pytest.exit",
-    "typing.assert_never", "typing_extensions.assert_never",
-)
 MAX_BASE_DEPTH = 12
 _IMPLICIT_BASES = ("object", "typing.Generic", "typing.Protocol", "typing.NamedTuple", "abc.ABC", "enum.Enum")
 
