@@ -103,7 +103,7 @@ class Narrowing:
                     left_true, left_false = self.join(left_true, right_true), right_false
             return left_true, left_false
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
-            narrowed = self._narrow_none_comparison(test, state)
+            narrowed = self._narrow_none_comparison(test, state) or self._narrow_sentinel_identity(test, state)
             if narrowed is not None:
                 return narrowed
         if isinstance(test, ast.Call):
@@ -226,6 +226,23 @@ class Narrowing:
             self.set_nullness(key, Nullness.NONE, is_none, "")
             self.set_nullness(key, Nullness.NOT_NONE, not_none, "`is not None` check")
         return (is_none, not_none) if positive else (not_none, is_none)
+
+    def _narrow_sentinel_identity(
+        self, test: ast.Compare, state: NullnessState
+    ) -> tuple[NullnessState, NullnessState] | None:
+        """`if out is EMPTY_MODEL_RUNNER_OUTPUT:`: where it is true, `out` is the shared sentinel itself."""
+        if not isinstance(test.ops[0], (ast.Is, ast.IsNot)):
+            return None
+        key, comparator = ref_key(test.left), test.comparators[0]
+        if key is None or not isinstance(comparator, (ast.Name, ast.Attribute)):
+            return None
+        sentinel = self.expressions.eval(comparator, state)  # a read: the test's own evaluation reads it again
+        if not sentinel.sentinel:
+            return None
+        self.expressions.eval(test.left, state)
+        true_state, false_state = state, state.copy()
+        true_state.values[key] = sentinel
+        return (true_state, false_state) if isinstance(test.ops[0], ast.Is) else (false_state, true_state)
 
     def _narrow_call(
         self, test: ast.Call, state: NullnessState, how: str
