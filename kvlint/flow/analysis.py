@@ -200,8 +200,10 @@ class FlowAnalysis:
         context = self.context
         reasons: dict[str, str] = {}
         name = node.name
+        # a configured name is the function's qualified name (`module.Class.method`) or a dotted tail of it
+        qualname = f"{context.module_name}.{context.scope.qualname}" if context.module_name else context.scope.qualname
         for invariant in context.invariants.invariants:
-            if name in invariant.connector_functions or matches(context.scope.qualname, invariant.connector_functions):
+            if name in invariant.connector_functions or matches(qualname, invariant.connector_functions):
                 reasons[invariant.name] = f"`{name}` is listed in connector-functions"
         marked = self._connector_marker(node)
         if marked is not None:
