@@ -541,6 +541,11 @@ def _check_code(value: str, key: str, section: str, source: Path) -> None:
             f"invalid code {value!r} in {key!r} in {section} "
             "(expected 'KVC' and up to three digits, e.g. 'KVC001' or 'KVC0')",
         )
+    from kvlint.rules import unknown_selector  # the registry: only where a configuration names codes
+
+    unknown = unknown_selector(value)
+    if unknown is not None:  # ruff's "unknown rule selector": a typo of a code must not silently select nothing
+        raise _error(source, f"unknown code {value!r} in {key!r} in {section}: {unknown}")
 
 
 def _check_name(value: str, key: str, section: str, source: Path, dotted: bool) -> None:

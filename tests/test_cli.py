@@ -6,6 +6,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import finding_lines, run_kvlint
 
 BAD = """\
@@ -216,6 +218,43 @@ def test_wrong_type_exits_2(tmp_path: Path) -> None:
     completed = run_kvlint("check", cwd=tmp_path)
     assert completed.returncode == 2
     assert "select" in completed.stderr and "pyproject.toml" in completed.stderr
+
+
+def test_a_configured_code_no_rule_has_exits_2_instead_of_passing(tmp_path: Path) -> None:
+    """`select = ["KVC010"]` (a typo of KVC001) once selected nothing and passed over a real KVC001."""
+    _tree(tmp_path, {"pyproject.toml": '[tool.kvlint]\nselect = ["KVC010"]\n', "bad.py": BAD})
+    completed = run_kvlint("check", cwd=tmp_path)
+    assert (completed.returncode, completed.stdout) == (2, "")
+    assert completed.stderr.startswith(
+        "kvlint: pyproject.toml: unknown code 'KVC010' in 'select' in [tool.kvlint]: no kvlint rule has this code ("
+    )
+    assert len(completed.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", ["check", "audit", "config"])
+@pytest.mark.parametrize(("option", "value"), [("--select", "KVC010"), ("--ignore", "KVC001,KVC2")])
+def test_a_command_line_code_no_rule_has_exits_2(tmp_path: Path, command: str, option: str, value: str) -> None:
+    _tree(tmp_path, {"bad.py": BAD})
+    completed = run_kvlint(command, option, value, cwd=tmp_path)
+    unknown = value.rpartition(",")[2]
+    assert (completed.returncode, completed.stdout) == (2, "")
+    assert completed.stderr.splitlines()[-1].startswith(
+        f"kvlint {command}: error: argument {option}: unknown code {unknown!r}: no kvlint rule has "
+    )
+    assert "Traceback" not in completed.stderr
+
+
+def test_a_noqa_code_no_rule_has_is_left_as_flake8_leaves_it(tmp_path: Path) -> None:
+    """`# noqa: KVC010` is flake8's convention, not configuration: no error, it silences nothing, and only
+    `--report-unused-noqa` says it is unused."""
+    source = BAD.replace("print(kvo.finished_sending)", "print(kvo.finished_sending)  # noqa: KVC010")
+    _tree(tmp_path, {"bad.py": source})
+    completed = run_kvlint("check", cwd=tmp_path)
+    assert completed.returncode == 1
+    assert [line.split()[1] for line in finding_lines(completed.stdout)] == ["KVC001"]
+    completed = run_kvlint("check", "--report-unused-noqa", cwd=tmp_path)
+    assert [line.split()[1] for line in finding_lines(completed.stdout)] == ["KVC001", "KVC100"]
+    assert "unused `# noqa` code KVC010" in completed.stdout
 
 
 def test_missing_path_exits_2(tmp_path: Path) -> None:

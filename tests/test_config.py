@@ -308,6 +308,56 @@ def test_valid_code_prefixes(project: Path) -> None:
     assert load_config([project]).select == ("KVC", "KVC0", "KVC00", "KVC001")
 
 
+CODES = "KVC001, KVC002, KVC003, KVC004, KVC005, KVC006, KVC100, KVC101, KVC900, KVC901, KVC902"
+
+
+@pytest.mark.parametrize(
+    ("file", "body", "key", "value"),
+    [
+        ("pyproject.toml", "[tool.kvlint]\nselect = ['KVC010']", "select", "KVC010"),  # a typo of KVC001
+        ("pyproject.toml", "[tool.kvlint]\nselect = ['KVC0', 'KVC2']", "select", "KVC2"),
+        ("pyproject.toml", "[tool.kvlint]\nignore = ['KVC01']", "ignore", "KVC01"),
+        ("pyproject.toml", "[tool.kvlint]\ntest-ignore = ['KVC001', 'KVC007']", "test-ignore", "KVC007"),
+        ("pyproject.toml", "[tool.kvlint.per-file-ignores]\n'tests/*' = ['KVC003', 'KVC903']", "per-file-ignores",
+         "KVC903"),
+        ("setup.cfg", "[kvlint]\nselect = KVC001, KVC010", "select", "KVC010"),
+        ("setup.cfg", "[kvlint]\nignore = KVC2", "ignore", "KVC2"),
+        ("setup.cfg", "[kvlint]\ntest-ignore = KVC11", "test-ignore", "KVC11"),
+        ("setup.cfg", "[kvlint]\nper-file-ignores =\n    tests/*: KVC001, KVC099", "per-file-ignores", "KVC099"),
+    ],
+)
+def test_a_code_no_rule_has_is_an_error(project: Path, file: str, body: str, key: str, value: str) -> None:
+    """ruff's "unknown rule selector": a well-formed code or prefix that selects no rule would silently select (or
+    ignore) nothing; the run stops naming the file, the key and the value."""
+    message = config_error(project / file, body + "\n")
+    section = "[tool.kvlint]" if file == "pyproject.toml" else "[kvlint]"
+    what = "has this code" if len(value) == 6 else "has a code that starts with it"
+    assert message == (
+        f"{file}: unknown code {value!r} in {key!r} in {section}: no kvlint rule {what} (the codes: {CODES})"
+    )
+
+
+@pytest.mark.parametrize("key", ["select", "ignore", "test-ignore", "per-file-ignores"])
+def test_every_prefix_of_a_rule_s_code_stays_valid(project: Path, key: str) -> None:
+    prefixes = ["KVC", "KVC0", "KVC00", "KVC006", "KVC1", "KVC10", "KVC101", "KVC9", "KVC90", "KVC902"]
+    if key == "per-file-ignores":
+        write(project / "pyproject.toml", f"[tool.kvlint.per-file-ignores]\n'tests/*' = {prefixes!r}\n")
+        assert load_config([project]).per_file_ignores == (("tests/*", tuple(prefixes)),)
+    else:
+        write(project / "pyproject.toml", f"[tool.kvlint]\n{key} = {[*prefixes, 'ALL']!r}\n")
+        assert getattr(load_config([project]), key.replace("-", "_")) == (*prefixes, "KVC")
+
+
+def test_a_retired_code_stays_valid(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A code is never handed out again once its rule is taken out, and a configuration naming it still loads."""
+    import kvlint.rules
+
+    write(project / "pyproject.toml", "[tool.kvlint]\nignore = ['KVC007', 'KVC2']\n")
+    assert "unknown code 'KVC007'" in str(pytest.raises(ConfigError, load_config, [project]).value)
+    monkeypatch.setattr(kvlint.rules, "RETIRED_CODES", ("KVC007", "KVC201"))
+    assert load_config([project]).ignore == ("KVC007", "KVC2")
+
+
 @pytest.mark.parametrize(
     ("key", "value", "expected"),
     [

@@ -103,3 +103,54 @@ def test_misplaced_markers_are_kvc101_and_mark_nothing(project: Path) -> None:
         "`# kvlint: connector-path` is not on a `def` line, so it marks nothing: put it on the line of the `def` "
         "(or of the `):` that ends its signature)"
     )
+
+
+# A `def` line's comment marks the function only when one of its `#` directives is the marker and nothing else: a
+# comment that quotes the marker in a sentence leaves the function off the path (and, off a header, is no KVC101).
+HEADERS = textwrap.dedent('''\
+    from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT
+
+
+    class PrefillRunner:
+        def quoted(self, scheduler_output):  # see docs: `# kvlint: connector-path` explains markers
+            return EMPTY_MODEL_RUNNER_OUTPUT
+
+        def told(self, scheduler_output):  # unlike `warm_up`, this is not # kvlint: connector-path territory
+            return EMPTY_MODEL_RUNNER_OUTPUT
+
+        def backticked(self):  # `# kvlint: connector-path[ec]`
+            return EMPTY_MODEL_RUNNER_OUTPUT
+
+        def marked(self, scheduler_output):  # kvlint: connector-path
+            return EMPTY_MODEL_RUNNER_OUTPUT
+
+        def spaced(self):  #kvlint:connector-path [ec]
+            return EMPTY_MODEL_RUNNER_OUTPUT
+
+        def with_noqa(self):  # kvlint: connector-path[kv, ec]  # noqa: E501
+            return EMPTY_MODEL_RUNNER_OUTPUT
+
+        def after_noqa(self):  # noqa: E501  # kvlint: connector-path[ec]
+            return EMPTY_MODEL_RUNNER_OUTPUT
+
+        def misspelt(self):  # see below  # kvlint: connector-path[kv, draft]
+            return EMPTY_MODEL_RUNNER_OUTPUT
+
+        def plain(self):  # the idle step: no connector here
+            return EMPTY_MODEL_RUNNER_OUTPUT
+''')
+
+
+def test_a_def_line_comment_quoting_the_marker_marks_nothing(project: Path) -> None:
+    (project / "prefill.py").write_text(HEADERS, encoding="utf-8")
+    findings = run([Path(".")], Config(root=project), jobs=1).findings
+    assert [(f.line, f.column, f.code, f.invariant) for f in findings] == [
+        (15, 8, "KVC002", "kv"),  # `marked`
+        (18, 8, "KVC002", "ec"),  # `spaced`: the marker's spacing is free
+        (21, 8, "KVC002", "ec"),  # `with_noqa`: a directive beside `# noqa`, before it ...
+        (21, 8, "KVC002", "kv"),
+        (24, 8, "KVC002", "ec"),  # `after_noqa`: ... or after it
+        (26, 38, "KVC101", ""),  # `misspelt`: the marker is the comment's second directive, `draft` is no invariant
+        (27, 8, "KVC002", "kv"),
+    ]
+    assert findings[5].message.startswith("`# kvlint: connector-path[kv, draft]` names `draft`")

@@ -48,7 +48,14 @@ def misplaced_markers(text: str) -> Iterator[tuple[int, int, int, str]]:
 
 def _directives(token: tokenize.TokenInfo) -> Iterator[tuple[int, int, int, str]]:
     line, column = token.start
-    for part in _COMMENT_PARTS.finditer(token.string):
-        marker = part.group().rstrip()
-        if CONNECTOR_PATH_MARKER.fullmatch(marker):
-            yield line, column + part.start(), column + part.start() + len(marker), marker
+    for start, found in marker_directives(token.string):
+        yield line, column + start, column + start + len(found.group()), found.group()
+
+
+def marker_directives(comment: str) -> Iterator[tuple[int, re.Match[str]]]:
+    """(offset in `comment`, match) of each `#` directive of a comment that is the marker and nothing else: the
+    one definition of a marker, on a `def`'s header (where it marks) and off it (where KVC101 reports it)."""
+    for part in _COMMENT_PARTS.finditer(comment):
+        found = CONNECTOR_PATH_MARKER.fullmatch(part.group().rstrip())
+        if found is not None:
+            yield part.start(), found

@@ -145,6 +145,12 @@ def _codes(value: str) -> tuple[str, ...]:
     for code in codes:
         if not code.startswith("KVC") or not code[3:].isdigit() and code != "KVC":
             raise argparse.ArgumentTypeError(f"not a kvlint code or prefix: {code!r}")
+    from kvlint.rules import unknown_selector  # the registry: only when the command line names codes
+
+    for code in codes:
+        unknown = unknown_selector(code)
+        if unknown is not None:
+            raise argparse.ArgumentTypeError(f"unknown code {code!r}: {unknown}")
     return codes
 
 

@@ -24,7 +24,7 @@ from kvlint.flow.state import (
 from kvlint.flow.statements import Statements
 from kvlint.flow.source import SourceText
 from kvlint.flow.syntax import FUNCTIONS, SCOPES, dotted_name, parameters
-from kvlint.binding.markers import CONNECTOR_PATH_MARKER
+from kvlint.binding.markers import marker_directives
 from kvlint.binding.names import ImportTable, matches
 from kvlint.sites import Site, SiteKind, Span
 from kvlint.binding.tree_index import TreeIndex
@@ -200,8 +200,10 @@ class FlowAnalysis:
         context = self.context
         reasons: dict[str, str] = {}
         name = node.name
+        # a configured name is the function's qualified name (`module.Class.method`) or a dotted tail of it
+        qualname = f"{context.module_name}.{context.scope.qualname}" if context.module_name else context.scope.qualname
         for invariant in context.invariants.invariants:
-            if name in invariant.connector_functions or matches(context.scope.qualname, invariant.connector_functions):
+            if name in invariant.connector_functions or matches(qualname, invariant.connector_functions):
                 reasons[invariant.name] = f"`{name}` is listed in connector-functions"
         marked = self._connector_marker(node)
         if marked is not None:
@@ -221,14 +223,13 @@ class FlowAnalysis:
         """The invariants a `# kvlint: connector-path` comment on the `def`'s header names (`connector-path[ec]`),
         () for a bare marker; None when there is none."""
         for line, column, comment in self.context.source.header_comments(node):
-            found = CONNECTOR_PATH_MARKER.search(comment)
-            if found is not None:
+            for start, found in marker_directives(comment):  # a comment that quotes the marker in prose is none
                 named = tuple(name.strip() for name in (found.group("invariants") or "").split(",") if name.strip())
                 known = {invariant.lower() for invariant in self.context.invariant_names}
                 unknown = tuple(name for name in named if name.lower() not in known)
                 if unknown:  # KVC101: a misspelt name would leave the function off the path it was marked for
                     file_line = self.context.source.line_map[line - 1]
-                    where = Span(file_line, column + found.start(), file_line, column + found.end())
+                    where = Span(file_line, column + start, file_line, column + start + found.end())
                     self.unknown_markers[where] = (found.group(0), unknown, self.context.scope.qualname)
                 return named
         return None

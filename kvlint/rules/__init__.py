@@ -29,6 +29,23 @@ def _load() -> dict[str, Rule]:
 
 RULES: dict[str, Rule] = _load()
 
+# The codes of rules taken out of the registry (none yet): a code is never handed out again, and a configuration
+# that names a retired one still loads (it selects or ignores nothing).
+RETIRED_CODES: tuple[str, ...] = ()
+
+
+def unknown_selector(selector: str) -> str | None:
+    """Why a code or prefix of `select`, `ignore` and their kin (`KVC010`, `KVC2`) selects no rule, or None when it
+    selects one (`KVC001`, `KVC0`, `KVC`, `KVC9`), or is (a prefix of) a retired code: a misspelt code would
+    otherwise select nothing, or ignore nothing, and say nothing."""
+    if any(code.startswith(selector) for code in (*RULES, *RETIRED_CODES)):
+        return None
+    if len(selector) > len(SYNTAX_ERROR):
+        return "a kvlint code is 'KVC' and three digits"
+    what = "has this code" if len(selector) == len(SYNTAX_ERROR) else "has a code that starts with it"
+    return f"no kvlint rule {what} (the codes: {', '.join(RULES)})"
+
+
 SYNTAX_ERROR = "KVC900"
 UNREADABLE = "KVC901"
 INTERNAL_ERROR = "KVC902"
