@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     python = args.python or venv_dir(args.mypy) / "bin" / "python"
     env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("KVLINT_MYPY_", "MYPY")) and key != "PYTHONPATH"}
+           if not key.startswith(("KVLINT_MYPY_", "MYPY")) and key not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
     env["KVLINT_MYPY_WORKER"] = "1" if args.helper else "0"
     if args.kvlint:
         env["PYTHONPATH"] = str(args.kvlint.resolve())  # before the editable install's finder

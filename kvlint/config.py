@@ -946,7 +946,7 @@ class DirectoryConfigs:
             inherits = False
         else:
             stem = os.path.join(directory, "")
-            inherits = parent != directory and not any(os.path.lexists(stem + name) for name in _SEARCH_STOPS)
+            inherits = parent != directory and not any(_present(stem + name) for name in _SEARCH_STOPS)
         if inherits:
             inherited = self._loaded.get(parent)
             if inherited is None:
@@ -963,3 +963,13 @@ class DirectoryConfigs:
 
 
 _SEARCH_STOPS = ("pyproject.toml", "setup.cfg", ".git")  # the names `find_config_file` and `project_root` look for
+
+
+def _present(path: str) -> bool:
+    """Whether `path` names something, a symlink followed, as the searches' `os.stat` and `os.path.exists` see
+    it (as this process's effective user): `os.access`, which answers without raising an exception for each
+    of the names that most directories lack."""
+    return os.access(path, os.F_OK, effective_ids=_EFFECTIVE_IDS)
+
+
+_EFFECTIVE_IDS = os.access in os.supports_effective_ids

@@ -58,18 +58,11 @@ from mypy.types import Instance, NoneType, Type, UnionType, get_proper_type
 import kvlint
 from kvlint.config import Config, ConfigError, DirectoryConfigs, config_for_directory
 from kvlint.binding.names import matches
-from kvlint.mypy_worker import (
-    AnalysisWorker,
-    ModuleAnalysis,
-    analyse_module,
-    file_key,
-    scan_module,
-    worker_wanted,
-)
 
 if TYPE_CHECKING:  # imported where a module is analysed or judged: a run served from mypy's cache needs none
     from kvlint.findings import Finding
     from kvlint.mypy_dereferences import ModuleDereferences
+    from kvlint.mypy_worker import AnalysisWorker, ModuleAnalysis
     from kvlint.sites import Site
 
 KVC = ErrorCode("kvc", "kvlint: an invariant of KV-connector outputs is broken", "General")
@@ -93,7 +86,29 @@ def plugin_version() -> str:
     return f"{kvlint.__version__}+{sources_identity()}"
 
 
-def __getattr__(name: str) -> str:
+def scan_module(path: str, config: Config | ConfigError) -> ModuleAnalysis | None:
+    """`kvlint.mypy_worker.scan_module`. That module (the analysis side: the byte scan, the helper) is imported
+    at the first module mypy parses; a run that mypy's cache serves entirely imports none of it."""
+    from kvlint import mypy_worker
+
+    return mypy_worker.scan_module(path, config)
+
+
+def analyse_module(path: str, config: Config | ConfigError) -> ModuleAnalysis:
+    """`kvlint.mypy_worker.analyse_module`."""
+    from kvlint import mypy_worker
+
+    return mypy_worker.analyse_module(path, config)
+
+
+def file_key(path: str) -> tuple[int, int] | None:
+    """`kvlint.mypy_worker.file_key`."""
+    from kvlint import mypy_worker
+
+    return mypy_worker.file_key(path)
+
+
+def __getattr__(name: str) -> object:
     """This module's `__version__`, computed when asked (PEP 562): the plugin's version and a digest of the
     kvlint configuration found from the current directory; `PLUGIN_VERSION`, the plugin's version alone.
 
@@ -103,6 +118,10 @@ def __getattr__(name: str) -> str:
     """
     if name == "PLUGIN_VERSION":
         return plugin_version()
+    if name == "AnalysisWorker":  # the helper's class, where it is defined
+        from kvlint.mypy_worker import AnalysisWorker
+
+        return AnalysisWorker
     if name != "__version__":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     config = config_for_directory(os.getcwd())
@@ -137,8 +156,8 @@ class KvlintPlugin(Plugin):
         self._ends: dict[str, Statement] = {}  # the statement appended to each module's tree
         self._config_data: dict[str, list[str]] = {}  # by the directory of a module's path, as mypy spells it
         self._config_data_by_config: dict[Config, list[str]] = {}
-        self._worker_wanted = worker_wanted(os.environ.get(WORKER_ENV), _default_worker(options))
-        self._worker: AnalysisWorker | None = None  # made at the first file that needs the engine
+        self._worker_wanted: bool | None = None  # decided at the first file that needs the engine
+        self._worker: AnalysisWorker | None = None  # made there
 
     def get_attribute_hook(self, fullname: str) -> Callable[[AttributeContext], Type] | None:
         return self._attribute_routes[fullname]
@@ -170,8 +189,10 @@ class KvlintPlugin(Plugin):
             scanned = scan_module(file.path, self._config_for(file.path))
             if scanned is not None:  # its bytes mention no configured name (most files): that is its analysis
                 self._analyses[file.path] = scanned
-            elif self._worker_wanted:  # the helper analyses it while mypy goes on
+            elif self._wants_worker():  # the helper analyses it while mypy goes on
                 if self._worker is None:
+                    from kvlint.mypy_worker import AnalysisWorker
+
                     self._worker = AnalysisWorker()
                 self._worker.submit(file.path)
             reports = scanned is None or bool(scanned.findings)  # else no hook of it has anything to report
@@ -180,6 +201,13 @@ class KvlintPlugin(Plugin):
                 if end is not None:
                     self._ends[file.path] = end
         return []
+
+    def _wants_worker(self) -> bool:
+        if self._worker_wanted is None:
+            from kvlint.mypy_worker import worker_wanted
+
+            self._worker_wanted = worker_wanted(os.environ.get(WORKER_ENV), _default_worker(self.options))
+        return self._worker_wanted
 
     def report_config_data(self, ctx: ReportConfigContext) -> list[str] | None:
         """What mypy stores with a module and compares on the next run: a change makes the module stale.
