@@ -153,10 +153,12 @@ def _scanned(path: str, config: Config | ConfigError) -> tuple[ModuleAnalysis | 
 
             finding = Finding(path, 1, 0, "KVC", f"configuration error: {config}", 1, 0)
             return ModuleAnalysis(key, findings=(finding,)), key, b""
-        chunks = []
-        while chunk := os.read(descriptor, max(status.st_size + 1, 1 << 16)):
-            chunks.append(chunk)
-        data = b"".join(chunks)
+        data = os.read(descriptor, status.st_size + 1)  # a regular file gives less than asked only at its end
+        if len(data) != status.st_size:  # it changed size since its status was taken: read on to the end
+            chunks = [data]
+            while chunk := os.read(descriptor, 1 << 16):
+                chunks.append(chunk)
+            data = b"".join(chunks)
     except OSError:  # mypy has read the file; it reports its own I/O errors
         return (ModuleAnalysis(key) if key is not None else ModuleAnalysis()), key, b""
     finally:
