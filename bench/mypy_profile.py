@@ -22,12 +22,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.mypy_vllm_bench import make_tree, mypy_command  # noqa: E402
+from kvlint.running.run_record import RACY_NS  # noqa: E402
 from tests.test_mypy_plugin import venv_dir  # noqa: E402
 
 # Run inside mypy's Python: time the plugin's entry points, run mypy, print the totals as JSON.
@@ -133,6 +135,7 @@ steps = ((engine, "prepare_source", "prepare_source (parse, declarations)"),
          (resolution, "caller_declarations", "caller_declarations"),
          (resolution, "callee_declarations", "callee_declarations (the project's calls)"),
          (resolution.ProjectBeyondRun, "_read", "  of which ProjectBeyondRun._read"),
+         (resolution, "project_files", "    of which project_files (the walk)"),
          (engine, "analyse_prepared", "analyse_prepared (the flow analysis)"))
 for owner, name, label in steps:
     timed(owner, name, label)
@@ -156,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     python = args.python or venv_dir(args.mypy) / "bin" / "python"
     env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("KVLINT_MYPY_", "MYPY")) and key != "PYTHONPATH"}
+           if not key.startswith(("KVLINT_MYPY_", "MYPY")) and key not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
     env["KVLINT_MYPY_WORKER"] = "1" if args.helper else "0"
     if args.kvlint:
         env["PYTHONPATH"] = str(args.kvlint.resolve())  # before the editable install's finder
@@ -164,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         scratch = Path(scratch_dir)
         tree, configs = make_tree(scratch)
         if args.engine:
+            time.sleep(RACY_NS / 1e9 + 0.1)  # the copy's statuses settle, as a checkout's have: the helper's memo
+            # of the project (`mypy_worker.ProjectMemo`) trusts no status younger than that
             completed = subprocess.run([str(python), "-c", ENGINE_DRIVER], cwd=tree, env=env, capture_output=True,
                                        text=True)
             return engine_report(completed, args.json)

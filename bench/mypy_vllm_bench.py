@@ -21,7 +21,9 @@ warm caches). Wall times include the interpreter's start-up. CPU is user + syste
 process it started: the plugin's analysis helper outlives mypy by a moment and is reaped here (this process
 is their child subreaper, Linux only). `mypy_cpu` is mypy's own process alone: on a runner with a second CPU
 free for the helper, that is what the wall time pays (this shared machine's wall times are too noisy to
-show a 2% difference). mypy comes from the venv the tests make for this checkout
+show a 2% difference). `PYTHONDONTWRITEBYTECODE` is dropped from the runs' environment, so that the untimed
+round writes kvlint's bytecode as an installed kvlint has it (else each run compiles the plugin's module
+again: 4 ms of a warm run). mypy comes from the venv the tests make for this checkout
 (`--mypy 1.20.2`, the default, or `--mypy 2.4.1`), or `--python PATH`:
 
     .venv/bin/python bench/mypy_vllm_bench.py [--cold-rounds 5] [--warm-rounds 15] [--in-process] [--callgrind]
@@ -235,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     if not python.exists():
         parser.error(f"{python} does not exist: run the mypy plugin tests once to create it, or pass --python")
     env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("KVLINT_MYPY_", "MYPY")) and key != "PYTHONPATH"}
+           if not key.startswith(("KVLINT_MYPY_", "MYPY")) and key not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
     if args.in_process:
         env["KVLINT_MYPY_WORKER"] = "0"
     become_subreaper()

@@ -58,18 +58,11 @@ from mypy.types import Instance, NoneType, Type, UnionType, get_proper_type
 import kvlint
 from kvlint.config import Config, ConfigError, DirectoryConfigs, config_for_directory
 from kvlint.binding.names import matches
-from kvlint.mypy_worker import (
-    AnalysisWorker,
-    ModuleAnalysis,
-    analyse_module,
-    file_key,
-    scan_module,
-    worker_wanted,
-)
 
 if TYPE_CHECKING:  # imported where a module is analysed or judged: a run served from mypy's cache needs none
     from kvlint.findings import Finding
     from kvlint.mypy_dereferences import ModuleDereferences
+    from kvlint.mypy_worker import AnalysisWorker, ModuleAnalysis
     from kvlint.sites import Site
 
 KVC = ErrorCode("kvc", "kvlint: an invariant of KV-connector outputs is broken", "General")
@@ -82,22 +75,58 @@ HookContext = AttributeContext | FunctionContext | MethodContext
 END_OF_MODULE_CALL = "builtins.object"  # what the statement the plugin appends to a module calls (`object()`)
 
 
-PLUGIN_VERSION = f"{kvlint.__version__}+{kvlint.source_digest()}"
+@functools.cache
+def plugin_version() -> str:
+    """kvlint's version and what identifies its sources (`run_record.sources_identity`: their status keys
+    when every one is settled, else a digest of their bytes), as the command line's cache keys them. It
+    leads what the plugin stores with each module in mypy's cache: an edit of kvlint makes every module
+    stale. Computed at first use: reading and hashing every source was a quarter of the plugin's import."""
+    from kvlint.running.run_record import sources_identity
+
+    return f"{kvlint.__version__}+{sources_identity()}"
 
 
-def __getattr__(name: str) -> str:
-    """This module's `__version__`, computed when asked (PEP 562): kvlint's version and a digest of the
-    kvlint configuration found from the current directory.
+def scan_module(path: str, config: Config | ConfigError) -> ModuleAnalysis | None:
+    """`kvlint.mypy_worker.scan_module`. That module (the analysis side: the byte scan, the helper) is imported
+    at the first module mypy parses; a run that mypy's cache serves entirely imports none of it."""
+    from kvlint import mypy_worker
+
+    return mypy_worker.scan_module(path, config)
+
+
+def analyse_module(path: str, config: Config | ConfigError) -> ModuleAnalysis:
+    """`kvlint.mypy_worker.analyse_module`."""
+    from kvlint import mypy_worker
+
+    return mypy_worker.analyse_module(path, config)
+
+
+def file_key(path: str) -> tuple[int, int] | None:
+    """`kvlint.mypy_worker.file_key`."""
+    from kvlint import mypy_worker
+
+    return mypy_worker.file_key(path)
+
+
+def __getattr__(name: str) -> object:
+    """This module's `__version__`, computed when asked (PEP 562): the plugin's version and a digest of the
+    kvlint configuration found from the current directory; `PLUGIN_VERSION`, the plugin's version alone.
 
     mypy's daemon reads it before every `dmypy run` and restarts itself when a plugin's version changed
     ("plugins changed"). Without this, a daemon would keep the kvlint settings, and the kvlint errors of
     every file it does not recheck, from the moment it started.
     """
+    if name == "PLUGIN_VERSION":
+        return plugin_version()
+    if name == "AnalysisWorker":  # the helper's class, where it is defined
+        from kvlint.mypy_worker import AnalysisWorker
+
+        return AnalysisWorker
     if name != "__version__":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     config = config_for_directory(os.getcwd())
     settings = repr(config) if isinstance(config, Config) else f"error: {config}"
-    return f"{PLUGIN_VERSION}+{hashlib.sha256(settings.encode()).hexdigest()[:16]}"
+    return f"{plugin_version()}+{hashlib.sha256(settings.encode()).hexdigest()[:16]}"
 
 
 class KvlintPlugin(Plugin):
@@ -125,9 +154,10 @@ class KvlintPlugin(Plugin):
         self._configs = DirectoryConfigs()
         self._directory_configs: dict[str, Config | ConfigError] = {}
         self._ends: dict[str, Statement] = {}  # the statement appended to each module's tree
-        self._config_data: dict[Config, list[str]] = {}
-        self._worker_wanted = worker_wanted(os.environ.get(WORKER_ENV), _default_worker(options))
-        self._worker: AnalysisWorker | None = None  # made at the first file that needs the engine
+        self._config_data: dict[str, list[str]] = {}  # by the directory of a module's path, as mypy spells it
+        self._config_data_by_config: dict[Config, list[str]] = {}
+        self._worker_wanted: bool | None = None  # decided at the first file that needs the engine
+        self._worker: AnalysisWorker | None = None  # made there
 
     def get_attribute_hook(self, fullname: str) -> Callable[[AttributeContext], Type] | None:
         return self._attribute_routes[fullname]
@@ -159,8 +189,10 @@ class KvlintPlugin(Plugin):
             scanned = scan_module(file.path, self._config_for(file.path))
             if scanned is not None:  # its bytes mention no configured name (most files): that is its analysis
                 self._analyses[file.path] = scanned
-            elif self._worker_wanted:  # the helper analyses it while mypy goes on
+            elif self._wants_worker():  # the helper analyses it while mypy goes on
                 if self._worker is None:
+                    from kvlint.mypy_worker import AnalysisWorker
+
                     self._worker = AnalysisWorker()
                 self._worker.submit(file.path)
             reports = scanned is None or bool(scanned.findings)  # else no hook of it has anything to report
@@ -170,19 +202,40 @@ class KvlintPlugin(Plugin):
                     self._ends[file.path] = end
         return []
 
+    def _wants_worker(self) -> bool:
+        if self._worker_wanted is None:
+            from kvlint.mypy_worker import worker_wanted
+
+            self._worker_wanted = worker_wanted(os.environ.get(WORKER_ENV), _default_worker(self.options))
+        return self._worker_wanted
+
     def report_config_data(self, ctx: ReportConfigContext) -> list[str] | None:
-        """What mypy stores with a module and compares on the next run: a change makes the module stale."""
-        if not ctx.path.endswith(".py"):
+        """What mypy stores with a module and compares on the next run: a change makes the module stale.
+
+        mypy asks for every module it loads, its cached ones too (3,709 in a warm run over vLLM): the answer
+        is made once per directory and per configuration, and looked up by the directory as the path spells
+        it (everything up to its last separator: one spelling names one directory)."""
+        path = ctx.path
+        if not path.endswith(".py"):
             return None
-        config = self._config_for(ctx.path)
-        if isinstance(config, ConfigError):
-            return [PLUGIN_VERSION, f"configuration error: {config}"]
-        known = self._config_data.get(config)
+        directory = path[:path.rfind(os.sep) + 1] if os.altsep is None else os.path.dirname(path)
+        known = self._config_data.get(directory)
         if known is None:
-            known = self._config_data[config] = [
-                PLUGIN_VERSION, config.fingerprint(), *config.select, "-", *config.ignore, *_silencing(config),
-            ]
+            known = self._config_data[directory] = self._config_data_of(self._config_for(path))
         return list(known)
+
+    def _config_data_of(self, config: Config | ConfigError) -> list[str]:
+        if isinstance(config, ConfigError):
+            return [plugin_version(), f"configuration error: {config}"]
+        known = self._config_data_by_config.get(config)  # a tree's directories share a handful
+        if known is None:
+            # one digest of the settings: mypy stores this with every module and round-trips it through JSON
+            # at every run, cached modules too (the six strings it was cost a warm run over vLLM 1.5%)
+            settings = json.dumps([config.fingerprint(), config.select, config.ignore, _silencing(config)])
+            known = self._config_data_by_config[config] = [
+                plugin_version(), hashlib.sha256(settings.encode()).hexdigest()[:32],
+            ]
+        return known
 
     # -- callbacks -------------------------------------------------------------------------------------------
 

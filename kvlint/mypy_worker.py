@@ -17,7 +17,7 @@ import queue
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, cast
@@ -121,7 +121,8 @@ def analyse_module(path: str, config: Config | ConfigError) -> ModuleAnalysis:
     prepared = prepare_source(data, path, config, module_name, is_package)
     declared = list(prepared.declarations)
     if prepared.relevant:
-        declared += imported_declarations_for(declared, config, [Path(path)], store=_imported(config))
+        declared += imported_declarations_for(declared, config, [Path(path)], store=_imported(config),
+                                              project_files=PROJECT_FILES)
     index = file_index(declared, [prepared.text] if prepared.relevant else [], config.payload_classes)
     report = analyse_prepared(prepared, config, index, fixes=False)
     return ModuleAnalysis(
@@ -152,10 +153,12 @@ def _scanned(path: str, config: Config | ConfigError) -> tuple[ModuleAnalysis | 
 
             finding = Finding(path, 1, 0, "KVC", f"configuration error: {config}", 1, 0)
             return ModuleAnalysis(key, findings=(finding,)), key, b""
-        chunks = []
-        while chunk := os.read(descriptor, max(status.st_size + 1, 1 << 16)):
-            chunks.append(chunk)
-        data = b"".join(chunks)
+        data = os.read(descriptor, status.st_size + 1)  # a regular file gives less than asked only at its end
+        if len(data) != status.st_size:  # it changed size since its status was taken: read on to the end
+            chunks = [data]
+            while chunk := os.read(descriptor, 1 << 16):
+                chunks.append(chunk)
+            data = b"".join(chunks)
     except OSError:  # mypy has read the file; it reports its own I/O errors
         return (ModuleAnalysis(key) if key is not None else ModuleAnalysis()), key, b""
     finally:
@@ -210,6 +213,98 @@ def _imported(config: Config) -> ResultCache:
 
 
 _IMPORTED: dict[Config, ImportedDeclarations] = {}
+
+
+WalkResult = tuple[list[str], list[str], list[tuple[Path, bytes]]]  # directories listed, files read, their bytes
+
+
+class ProjectMemo:
+    """The project's files beyond each analysed file (`module_resolution.ProjectBeyondRun`), read once for the
+    process, not once per file that defines a producer: what `project_files(root, config)` found, by root and
+    configuration, served again only as far as it still stands.
+
+    Every directory the walk listed and every file it read keeps its status key
+    (`run_record.status_key`: device, inode, size, mtime and ctime), taken after the walk. A key *settled*
+    before the walk (`run_record.settled`: older than `RACY_NS`, as the command line's warm cache trusts
+    one) and unchanged proves what it stands for: a file added, removed or renamed changes its directory's
+    key, a file changed in place its own, even within one timestamp tick. A directory whose key does not
+    prove its listing makes the memo walk the project again; a file whose key does not prove its bytes is
+    read again. mypy's daemon keeps its helper across runs: the memo then follows the edits between them."""
+
+    LIMIT = 4  # projects (root and configuration) remembered; a fifth starts over
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, Config], _Walk] = {}
+
+    def files_under(self, root: Path, config: Config) -> WalkResult:
+        from kvlint.binding.module_resolution import project_files
+
+        key = (os.path.abspath(root), config)
+        known = self._known.get(key)
+        if known is not None and known.refreshed():
+            return known.listed, known.read, known.found
+        walk = _Walk.of(root, config, project_files)
+        if len(self._known) >= self.LIMIT:
+            self._known.clear()
+        self._known[key] = walk
+        return walk.listed, walk.read, walk.found
+
+
+@dataclass
+class _Walk:
+    """One `project_files` answer, and the status keys that prove it, with when each was proved from."""
+
+    listed: list[str]
+    read: list[str]
+    found: list[tuple[Path, bytes]]
+    directories: list[tuple[str, list[int] | None]]
+    files: dict[str, tuple[list[int] | None, int]]  # each file read: its status key, and a time before its read
+    started_ns: int  # when the walk began
+
+    @classmethod
+    def of(cls, root: Path, config: Config, walk: Callable[[Path, Config], WalkResult]) -> _Walk:
+        import time
+
+        from kvlint.running.run_record import current_key
+
+        started = time.time_ns()
+        listed, read, found = walk(root, config)
+        # taken after the walk: a change between a read and its status is after `started`, which its ctime shows
+        return cls(listed, read, found, [(path, current_key(path)) for path in listed],
+                   {path: (current_key(path), started) for path in read}, started)
+
+    def refreshed(self) -> bool:
+        """Read again the files whose status does not prove their bytes; False if a listing is not proved."""
+        import time
+
+        from kvlint.binding.module_resolution import MAX_MODULE_BYTES
+        from kvlint.running.discovery import read_source
+        from kvlint.running.run_record import current_key, settled
+
+        def proved(path: str, key: list[int] | None, seen_ns: int) -> bool:
+            return key is not None and settled(key, seen_ns) and current_key(path) == key
+
+        if not all(proved(path, key, self.started_ns) for path, key in self.directories):
+            return False
+        stale = [path for path, (key, seen) in self.files.items() if not proved(path, key, seen)]
+        if not stale:
+            return True
+        fresh: dict[str, bytes | None] = {}
+        for path in stale:
+            seen = time.time_ns()
+            try:
+                data: bytes | None = read_source(Path(path))
+            except OSError:
+                data = None
+            fresh[path] = data if data is not None and len(data) <= MAX_MODULE_BYTES else None
+            self.files[path] = (current_key(path), seen)
+        known = {os.fspath(path): data for path, data in self.found}
+        known.update(fresh)
+        self.found = [(Path(path), data) for path in self.read if (data := known.get(path)) is not None]
+        return True
+
+
+PROJECT_FILES = ProjectMemo()  # the helper's (and mypy's process's, with the engine there)
 
 
 def _dereferences(findings: tuple[Finding, ...], sites: tuple[Site, ...], data: bytes) -> tuple[Dereference, ...]:

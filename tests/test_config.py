@@ -14,6 +14,7 @@ from kvlint.config import (
     ConfigError,
     DirectoryConfigs,
     config_from_mapping,
+    config_for_directory,
     find_config_file,
     kv_overrides,
     load_config,
@@ -685,3 +686,40 @@ def test_sibling_directories_share_the_search_above_them(project: Path, monkeypa
     assert all(configs.for_file(str(directory / "m.py")) == Config(root=project) for directory in siblings)
     per_directory = 2 * 2  # pyproject.toml and setup.cfg, by the configuration search and by the root search
     assert len(looked_at) <= per_directory * (len(siblings) + 13 + 1)  # each sibling, the levels, the project
+
+
+@pytest.mark.parametrize("order", ["deepest first", "shallowest first"])
+def test_a_directory_takes_its_parents_configuration_only_where_a_search_from_it_would(
+    project: Path, order: str
+) -> None:
+    """`DirectoryConfigs` gives a directory its parent's configuration when it holds none of the names a
+    search stops at and has its parent's owner: a `.git`, a `setup.cfg` or `pyproject.toml` of any content
+    (one without a kvlint section is passed, but could move the project root), a broken symlink of one of
+    those names, or another owner each make it search for itself, and must give what that search gives."""
+    write(project / "pyproject.toml", "[tool.kvlint]\nselect = ['KVC001']\n")
+    plain = project / "pkg" / "plain" / "deeper"
+    plain.mkdir(parents=True)
+    (project / "pkg" / "repo" / "inner").mkdir(parents=True)
+    (project / "pkg" / "repo" / ".git").mkdir()
+    write(project / "pkg" / "cfg" / "setup.cfg", "[kvlint]\nselect = KVC002\n")
+    (project / "pkg" / "cfg" / "inner").mkdir()
+    write(project / "pkg" / "vendored" / "pyproject.toml", "[project]\nname = 'v'\n")
+    (project / "pkg" / "vendored" / "inner").mkdir()
+    (project / "pkg" / "link").mkdir()
+    (project / "pkg" / "link" / "setup.cfg").symlink_to(project / "nowhere")
+    directories = [project, project / "pkg", plain.parent, plain, *(
+        project / "pkg" / name / inner for name in ("repo", "cfg", "vendored", "link") for inner in ("", "inner"))]
+    if os.geteuid() == 0:  # another user's directory needs root to make
+        (project / "pkg" / "theirs" / "inner").mkdir(parents=True)
+        os.chown(project / "pkg" / "theirs", 65534, 65534)
+        directories += [project / "pkg" / "theirs", project / "pkg" / "theirs" / "inner"]
+    if order == "deepest first":
+        directories.sort(key=lambda directory: -len(directory.parts))
+    configs = DirectoryConfigs()
+    found = {directory: configs.for_file(str(directory / "m.py")) for directory in directories}
+    for directory, config in found.items():
+        assert config == config_for_directory(str(directory)), directory
+    assert found[plain] is found[project]  # inherited, not searched again
+    assert found[project / "pkg" / "cfg" / "inner"].select == ("KVC002",)
+    assert found[project / "pkg" / "vendored" / "inner"].select == ("KVC001",)  # searched, and passed
+    assert found[project / "pkg" / "repo" / "inner"].select == ()  # the inner repository's own defaults

@@ -160,3 +160,91 @@ def test_a_module_gets_what_the_project_around_it_decides(
     expected = [f for f in run([Path(relative)], config, jobs=1).findings if f.code in producers]
     assert line in {f.line for f in found}
     assert [(f.line, f.code) for f in found] == [(f.line, f.code) for f in expected]
+
+
+CALLED_OFF_THE_PATH = """\
+from .kv_mixin import KVConnectorRunnerMixin
+
+
+class OffPathRunner(KVConnectorRunnerMixin):
+    def idle_step(self, scheduler_output):
+        return self._poll_finished_transfers(scheduler_output)
+"""
+
+
+def test_the_project_read_shared_across_files_follows_its_root_and_its_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The helper reads the project beyond its files once for all of them (`ProjectMemo`), not once per file
+    that defines a producer: two projects in one process each get their own callers, and a caller added to a
+    project after its read counts at the next file, as a run of its own would count it."""
+    import shutil
+
+    from kvlint.running.runner import run
+
+    walks: list[Path] = []
+    memo = mypy_worker.ProjectMemo()
+    files_under = memo.files_under
+
+    def counted(root: Path, config: Config) -> mypy_worker.WalkResult:
+        walks.append(root)
+        return files_under(root, config)
+
+    monkeypatch.setattr(memo, "files_under", counted)
+    monkeypatch.setattr(mypy_worker, "PROJECT_FILES", memo)
+    one, other = tmp_path / "one", tmp_path / "other"
+    for project in (one, other):
+        shutil.copytree(FIXTURES / "realistic_c", project)
+    (other / "off_path.py").write_text(CALLED_OFF_THE_PATH)
+    config = Config()
+
+    def producers(found: tuple[Finding, ...] | list[Finding]) -> list[tuple[int, str]]:
+        return [(finding.line, finding.code) for finding in found if finding.code in ("KVC002", "KVC003")]
+
+    def analysed(project: Path) -> list[tuple[int, str]]:
+        found = producers(analyse_module(str(project / "kv_mixin.py"), config).findings)
+        assert found == producers(run([project / "kv_mixin.py"], config, jobs=1).findings), project
+        return found
+
+    assert (102, "KVC002") in analysed(one)  # every call of the producer in this project is on a connector path
+    assert (102, "KVC002") not in analysed(other)  # here one is not
+    assert (102, "KVC002") in analysed(one)
+    (one / "off_path.py").write_text(CALLED_OFF_THE_PATH)
+    assert (102, "KVC002") not in analysed(one)
+    assert len(walks) == 4 and set(walks) == {one, other}  # through the memo each time
+
+
+def test_the_shared_project_read_serves_only_what_a_settled_status_proves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file's status key proves its bytes only when it was settled before the walk (older than `RACY_NS`):
+    a file rewritten within one timestamp tick keeps its size, mtime and ctime. Here every status is made to
+    look unchanged: a young key is read again, a settled one is served from memory; a new configuration, or
+    another root, is a walk of its own."""
+    from kvlint.running import run_record
+
+    root = tmp_path / "project"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "a.py").write_bytes(b"first = 1\n")
+    (root / "skipped").mkdir()
+    (root / "skipped" / "b.py").write_bytes(b"second = 2\n")
+    memo = mypy_worker.ProjectMemo()
+    config = Config()
+
+    def files(root: Path, config: Config) -> dict[str, bytes]:
+        return {path.relative_to(root).as_posix(): data for path, data in memo.files_under(root, config)[2]}
+
+    assert files(root, config) == {"pkg/a.py": b"first = 1\n", "skipped/b.py": b"second = 2\n"}
+    looked_at = (root, root / "pkg", root / "skipped", root / "pkg" / "a.py", root / "skipped" / "b.py")
+    recorded = {str(path): run_record.current_key(str(path)) for path in looked_at}
+    monkeypatch.setattr(run_record, "current_key", lambda path: recorded.get(path))  # no status ever changes
+    (root / "pkg" / "a.py").write_bytes(b"FIRST = 1\n")  # same size: as if within the tick of the walk
+    assert files(root, config)["pkg/a.py"] == b"FIRST = 1\n"  # young: read again
+    monkeypatch.setattr(run_record, "RACY_NS", -10**18)  # every key now counts as settled
+    (root / "pkg" / "a.py").write_bytes(b"third = 3\n")
+    assert files(root, config)["pkg/a.py"] == b"FIRST = 1\n"  # a settled, unchanged key: served from memory
+    assert files(root, Config(exclude=("skipped",))) == {"pkg/a.py": b"third = 3\n"}  # another configuration
+    other = tmp_path / "other"
+    (other / "pkg").mkdir(parents=True)
+    (other / "pkg" / "c.py").write_bytes(b"fourth = 4\n")
+    assert files(other, config) == {"pkg/c.py": b"fourth = 4\n"}

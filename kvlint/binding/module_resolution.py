@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from kvlint.binding.search_path import (  # re-exported: where they were first
     SearchPath,
@@ -223,13 +223,16 @@ def imported_declarations_for(
     declarations: Sequence[Declaration], config: Config, paths: Sequence[Path],
     skipped: Sequence[tuple[SourceFile, bytes]] = (), store: ResultCache | None = None,
     search: SearchPath | None = None, covered: Sequence[Path] | None = None,
+    project_files: ProjectFiles | None = None,
 ) -> list[Declaration]:
     """What the modules the run's relevant files import declare, where the run does not hold them: found in
     the run's package roots, the project, the search path and the environment (this module).
     A file named on the command line counts as an importer though the byte scan skipped it: the pre-commit
     hook names the changed files, whose calls may reach what only an unchanged file declares.
     `search`: the run's `run_search_path`, when the caller made it. `covered`: what the run holds, where it is
-    more than `paths` (the editor's workspace folder, whose every file it indexes): not read again."""
+    more than `paths` (the editor's workspace folder, whose every file it indexes): not read again.
+    `project_files`: where the project beyond the run is read from (`ProjectBeyondRun`), for a caller that
+    runs on one file after another of one project (mypy's helper)."""
     importers = [decl for decl in declarations if isinstance(decl, ModuleDecl)]
     named = {os.path.abspath(path) for path in paths}
     names = {os.path.basename(path) for path in named}  # a file's own name first: `abspath` costs 5 us a file
@@ -261,7 +264,7 @@ def imported_declarations_for(
         return declared
 
     found = imported_declarations(importers, search, {decl.module for decl in importers}, config.names(), declare)
-    project = ProjectBeyondRun(config, paths if covered is None else covered, search)
+    project = ProjectBeyondRun(config, paths if covered is None else covered, search, project_files)
     return (found + reads + caller_declarations(declarations, config, paths, search, project)
             + callee_declarations(declarations, config, project) + attribute_reads(declarations, project))
 
@@ -272,9 +275,11 @@ class ProjectBeyondRun:
     asked. The search path notes every file read and directory listed: a run's record replays only while none
     of them changed."""
 
-    def __init__(self, config: Config, paths: Sequence[Path], search: SearchPath | None) -> None:
+    def __init__(self, config: Config, paths: Sequence[Path], search: SearchPath | None,
+                 project_files: ProjectFiles | None = None) -> None:
         self.config, self.paths, self.search = config, paths, search
         self._files: list[tuple[Path, bytes]] | None = None
+        self._project_files = project_files
 
     def files(self) -> list[tuple[Path, bytes]]:
         """(path, bytes) of each; empty when the run holds the whole project."""
@@ -301,30 +306,54 @@ class ProjectBeyondRun:
         root = (project_root(paths[0]) if paths else None) or Path(os.curdir).resolve()  # no marker: the cwd
         if any(root.is_relative_to(Path(path).resolve()) for path in paths):
             return []  # the run holds the whole project already
-        from kvlint.running.discovery import SourceFile, is_skipped_directory, iter_python_files  # the walk is theirs
-
         in_run = tuple(os.path.join(os.path.abspath(path), "") for path in paths)  # the run read those already
         run_files = {os.path.abspath(path) for path in paths}
-        tops = [  # the project's top entries as the walk would take them, but not a directory of the run again
-            root / name for name in sorted(os.listdir(root))
-            if not is_skipped_directory(str(root), name)
-            and os.path.join(os.path.abspath(root / name), "") not in in_run
-            and (name.endswith((".py", ".pyi")) or (root / name).is_dir())  # given alone, any file would be read
-        ]
-        listed: list[str] = [str(root)]
-        read: list[str] = []
-        found: list[tuple[Path, bytes]] = []
-        for entry in iter_python_files(tops, self.config, listed) if tops else ():
-            if not isinstance(entry, SourceFile) or os.path.abspath(entry.path).startswith(in_run) or (
-                    os.path.abspath(entry.path) in run_files):
-                continue
-            read.append(os.fspath(entry.path))
-            data = _read(Path(entry.path))
-            if data is not None:
-                found.append((Path(entry.path), data))
+        if self._project_files is None:
+            listed, read, found = project_files(root, self.config, in_run, run_files)
+        else:  # the whole project, shared: the run's own directories and files are left out here
+            listed, read, everything = self._project_files.files_under(root, self.config)
+
+            inside = {path for path in read if os.path.abspath(path).startswith(in_run)
+                      or os.path.abspath(path) in run_files}
+            read = [path for path in read if path not in inside]
+            found = [(path, data) for path, data in everything if os.fspath(path) not in inside]
         if self.search is not None:
             self.search.note(read, listed)
         return found
+
+
+class ProjectFiles(Protocol):
+    """A caller's memo of `project_files(root, config)`: what a whole-project walk lists and reads."""
+
+    def files_under(self, root: Path, config: Config) -> tuple[list[str], list[str], list[tuple[Path, bytes]]]:
+        ...
+
+
+def project_files(root: Path, config: Config, in_run: tuple[str, ...] = (), run_files: Collection[str] = ()
+                  ) -> tuple[list[str], list[str], list[tuple[Path, bytes]]]:
+    """The project's files under `root` as a whole-tree run walks them, but those in a directory of `in_run`
+    (each ends in a separator) or in `run_files` (absolute paths): the directories listed, the files read,
+    and (path, bytes) of each file that could be read."""
+    from kvlint.running.discovery import SourceFile, is_skipped_directory, iter_python_files  # the walk is theirs
+
+    tops = [  # the project's top entries as the walk would take them, but not a directory of the run again
+        root / name for name in sorted(os.listdir(root))
+        if not is_skipped_directory(str(root), name)
+        and os.path.join(os.path.abspath(root / name), "") not in in_run
+        and (name.endswith((".py", ".pyi")) or (root / name).is_dir())  # given alone, any file would be read
+    ]
+    listed: list[str] = [str(root)]
+    read: list[str] = []
+    found: list[tuple[Path, bytes]] = []
+    for entry in iter_python_files(tops, config, listed) if tops else ():
+        if not isinstance(entry, SourceFile) or os.path.abspath(entry.path).startswith(in_run) or (
+                os.path.abspath(entry.path) in run_files):
+            continue
+        read.append(os.fspath(entry.path))
+        data = _read(Path(entry.path))
+        if data is not None:
+            found.append((Path(entry.path), data))
+    return listed, read, found
 
 
 def caller_declarations(
