@@ -82,13 +82,14 @@ class SearchPath:
 
 def top_package_root(path: Path) -> Path:
     """The directory the top-level package of a checked path sits in (`/x` for `/x/pkg/sub/mod.py` and for
-    `/x/pkg`, where `pkg` and `sub` hold an `__init__.py`); a directory of no package is its own root."""
+    `/x/pkg`, where `pkg` and `sub` hold an `__init__.py`, and for `/x/pkg/ns/mod.py`, `ns` a namespace
+    portion in `pkg`: `kvlint.source.packages_of`); a directory of no package is its own root."""
     directory = Path(os.path.abspath(path))
     if not directory.is_dir():
         directory = directory.parent
-    while (directory / "__init__.py").is_file() and directory.parent != directory:
-        directory = directory.parent
-    return directory
+    from kvlint.source import packages_of  # what a module of the directory is named: the modules' own walk
+
+    return packages_of(directory)[1]
 
 
 def environment_site_packages(python: str | None, project_root: Path | None) -> list[Path]:
