@@ -196,7 +196,7 @@ def module_name_for(path: Path) -> tuple[str, bool]:
     return ".".join(packages if is_package else (*packages, path.stem)), is_package
 
 
-PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", ".git")  # what makes a directory a project's root (SPEC 5a)
+PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", ".git")  # what makes a directory a project's root
 
 
 def packages_of(directory: Path) -> tuple[tuple[str, ...], Path]:

@@ -2,9 +2,10 @@
 worked out once for all its files.
 
 `module_name_for` resolves the file's path (an `lstat` per component) and looks for `__init__.py` in each
-package above it (`packages_of`, namespace packages too): 40 us a file, as much as reading and parsing a small one. A file that is not a symlink
-resolves to its directory's resolved path and its own name, so the directory's packages are looked up
-once; a symlinked file (or a name such as `..`) is resolved on its own, as `module_name_for` does.
+package above it (`packages_of`, a namespace portion's too): 40 us a file, as much as reading and parsing a
+small one. A file that is not a symlink resolves to its directory's resolved path and its own name, so the
+directory's packages are looked up once; a symlinked file (or a name such as `..`) is resolved on its own,
+as `module_name_for` does.
 """
 
 from __future__ import annotations
