@@ -189,12 +189,42 @@ def reject_nul(source: bytes | str) -> None:
 
 
 def module_name_for(path: Path) -> tuple[str, bool]:
-    """Return the dotted module name of a file (walking up `__init__.py` packages) and whether it is a package."""
+    """Return the dotted module name of a file (its packages: `packages_of`) and whether it is a package."""
     path = path.resolve() if path.is_absolute() else Path.cwd().joinpath(path).resolve()
     is_package = path.stem == "__init__"
-    parts: list[str] = [] if is_package else [path.stem]
-    directory = path.parent
-    while (directory / "__init__.py").is_file() and directory.parent != directory:
-        parts.append(directory.name)
-        directory = directory.parent
-    return ".".join(reversed(parts)), is_package
+    packages = packages_of(path.parent)[0]
+    return ".".join(packages if is_package else (*packages, path.stem)), is_package
+
+
+PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", ".git")  # what makes a directory a project's root
+
+
+def packages_of(directory: Path) -> tuple[tuple[str, ...], Path]:
+    """The packages a module of `directory` (absolute) is in, outermost first, and the directory the outermost
+    sits in (the root its name is relative to), as mypy crawls them up (`find_sources.crawl_up`):
+
+    - a directory holding an `__init__.py` is a regular package, within the regular packages above it;
+    - a directory without one is a portion of a namespace package (PEP 420) when a regular package holds it,
+      at any remove (`pkg/v1/engine/` in `pkg/v1/`): ty and pyright name such a module as mypy does, by its
+      path under the root, so `from .checks import f` in `pkg/v1/engine/consumer.py` is `pkg.v1.engine.checks`.
+      The crawl stops at a name that is no identifier and at the project's root (`PROJECT_MARKERS`): what
+      lies above the project names none of its modules;
+    - else it is no package: its modules are top-level, named by their file alone, relative to it.
+    """
+    regular: list[str] = []
+    current = directory
+    while (current / "__init__.py").is_file() and current.parent != current:
+        regular.append(current.name)
+        current = current.parent
+    if regular:
+        return tuple(reversed(regular)), current
+    portions: list[str] = []
+    current = directory
+    while current.name.isidentifier() and current.parent != current and not any(
+            (current / marker).exists() for marker in PROJECT_MARKERS):
+        portions.append(current.name)
+        current = current.parent
+        if (current / "__init__.py").is_file():
+            above, root = packages_of(current)
+            return (*above, *reversed(portions)), root
+    return (), directory

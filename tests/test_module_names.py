@@ -17,7 +17,9 @@ def _tree(root: Path) -> list[Path]:
     files = [
         "pkg/__init__.py", "pkg/mod.py", "pkg/sub/__init__.py", "pkg/sub/deep.py", "pkg/sub/a.b.py",
         "pkg/sub/.hidden.py", "pkg/sub/trailing.", "ns/plain.py", "ns/inner/__init__.py", "ns/inner/x.pyi",
-        "top.py", "other/__init__.py", "other/target.py",
+        "top.py", "other/__init__.py", "other/target.py", "pkg/portion/mod.py", "pkg/portion/deeper/leaf.py",
+        "pkg/portion/inner/__init__.py", "pkg/portion/inner/y.py", "ns/bad-name/z.py",
+        "outer/__init__.py", "outer/project/pyproject.toml", "outer/project/tool.py",
     ]
     for name in files:
         path = root / name
@@ -41,6 +43,35 @@ def test_every_file_gets_module_name_for_s_answer(tmp_path: Path, monkeypatch: p
     assert names(tmp_path / "pkg" / "linked.py") == ("other.target", False)
     assert names(tmp_path / "pkg" / "sub" / "__init__.py") == ("pkg.sub", True)
     assert names(tmp_path / "ns" / "plain.py") == ("plain", False)
+
+
+def test_a_directory_without_init_inside_a_package_is_a_namespace_portion_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As mypy, ty and pyright name it: `pkg/portion/mod.py` is `pkg.portion.mod` (PEP 420), at any depth, so a
+    relative import there names a module of `pkg`. A regular package keeps its name (`inner` in the portion is
+    `inner`); the crawl stops at a name that is no identifier and at a project's root, and a directory that no
+    regular package holds still names its modules by their file alone."""
+    _tree(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    expected = {
+        "pkg/portion/mod.py": ("pkg.portion.mod", False),
+        "pkg/portion/deeper/leaf.py": ("pkg.portion.deeper.leaf", False),
+        "pkg/portion/inner/y.py": ("inner.y", False),
+        "pkg/portion/inner/__init__.py": ("inner", True),
+        "ns/bad-name/z.py": ("z", False),
+        "outer/project/tool.py": ("tool", False),
+    }
+    names = ModuleNames()
+    for relative, name in expected.items():
+        assert module_name_for(Path(relative)) == name, relative
+        assert names(Path(relative)) == name, relative
+        assert names(tmp_path / relative) == name, relative
+    from kvlint.binding.search_path import first_party_roots
+
+    assert first_party_roots([Path("pkg/portion/deeper/leaf.py")]) == [tmp_path / "pkg/portion/deeper", tmp_path]
+    assert first_party_roots([Path("pkg/portion")]) == [tmp_path / "pkg/portion", tmp_path]
+    assert first_party_roots([Path("pkg/sub/deep.py"), Path("ns/plain.py")]) == [tmp_path, tmp_path / "ns"]
 
 
 def test_a_directory_is_looked_up_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -83,12 +83,31 @@ class SearchPath:
 def top_package_root(path: Path) -> Path:
     """The directory the top-level package of a checked path sits in (`/x` for `/x/pkg/sub/mod.py` and for
     `/x/pkg`, where `pkg` and `sub` hold an `__init__.py`); a directory of no package is its own root."""
-    directory = Path(os.path.abspath(path))
-    if not directory.is_dir():
-        directory = directory.parent
+    directory = _directory_of(path)
     while (directory / "__init__.py").is_file() and directory.parent != directory:
         directory = directory.parent
     return directory
+
+
+def _directory_of(path: Path) -> Path:
+    directory = Path(os.path.abspath(path))
+    return directory if directory.is_dir() else directory.parent
+
+
+def first_party_roots(paths: Sequence[Path]) -> list[Path]:
+    """The roots the run's own modules are found in: each path's `top_package_root` (a directory of no package
+    is one, as ty tries each directory above a file that holds no `__init__.py`), then, for a path in a
+    directory without one inside a regular package (`/x/pkg/ns/mod.py`, or `/x/pkg/ns`: a namespace portion),
+    the directory its modules are named from (`/x`: `kvlint.source.packages_of`), so `from .checks import f`
+    there is found without a project root."""
+    tops = sorted({top_package_root(path) for path in paths})
+    portions = {directory for directory in map(_directory_of, paths) if not (directory / "__init__.py").is_file()}
+    if not portions:
+        return tops
+    from kvlint.source import packages_of  # the modules' own walk; only for a path outside a regular package
+
+    bases = {packages_of(portion)[1] for portion in portions}
+    return tops + sorted(bases.difference(tops))
 
 
 def environment_site_packages(python: str | None, project_root: Path | None) -> list[Path]:
@@ -137,6 +156,6 @@ def run_search_path(config: Config, paths: Sequence[Path]) -> SearchPath:
     """The search path of a run over `paths`: their package roots, the project's root, then `search_path_for`."""
     from kvlint.config import project_root  # the config layer reads the binder: imported here, not at the top
 
-    first_party = sorted({top_package_root(path) for path in paths})
+    first_party = first_party_roots(paths)
     root = project_root(paths[0]) if paths else None
     return search_path_for(first_party, [Path(p) for p in config.search_path], config.python or None, root)

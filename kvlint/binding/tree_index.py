@@ -12,6 +12,7 @@ It also knows which producers are only ever called on a connector path.
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from itertools import chain
@@ -373,6 +374,28 @@ class TreeIndex:
         if reach is not None and self.modules:
             candidates = tuple(c for c in candidates if self.module_of(c.qualname) in reach)
         return candidates[0] if len(candidates) == 1 else None
+
+    def with_own_classes(self, module_name: str, declarations: Iterable[Declaration]) -> TreeIndex:
+        """This index, and the classes (with their methods) a module the index holds nothing of declares: a
+        file the byte scan skipped but analyses as a caller of what the index declares Optional. Its receivers'
+        classes then resolve through their MRO (`LeafRunner(MiddleRunner)`'s `self.take_kv_output()` is
+        `BaseRunner.take_kv_output`), not by the method's bare name. Itself for a module the index holds."""
+        if module_name in self.modules:
+            return self
+        declarations = list(declarations)
+        classes = {d.qualname: d for d in declarations if isinstance(d, ClassDecl) and d.qualname not in self.classes}
+        if not classes:
+            return self
+        methods = {d.qualname: d for d in declarations if isinstance(d, FunctionDecl)
+                   and d.qualname.rpartition(".")[0] in classes and d.qualname not in self.functions}
+        overlay = copy.copy(self)
+        overlay.classes = {**self.classes, **classes}
+        overlay.functions = {**self.functions, **methods}
+        overlay._mro = {}
+        overlay._classes_by_name = dict(self._classes_by_name)
+        for decl in classes.values():
+            overlay._classes_by_name[decl.name] = (*overlay._classes_by_name.get(decl.name, ()), decl)
+        return overlay
 
     def module_of(self, qualname: str) -> str:
         """The module of the run a declared name lives in (its longest dotted prefix that is one; else its first

@@ -35,7 +35,8 @@ class FlowContext:
         # ---- the module and the tree: set once
         self.source = source  # the parsed text: spans and the code of a node
         self.imports = imports  # the module's import table
-        self.index = index  # the tree's declarations
+        # the tree's declarations; a caller the index holds nothing of adds its own classes (their MRO)
+        self.index = index.with_own_classes(module_name, own_declarations)
         self.config = config
         self.module_name = module_name
         # this file's own functions: what they are never depends on another file of the same module name

@@ -2,9 +2,10 @@
 worked out once for all its files.
 
 `module_name_for` resolves the file's path (an `lstat` per component) and looks for `__init__.py` in each
-package above it: 40 us a file, as much as reading and parsing a small one. A file that is not a symlink
-resolves to its directory's resolved path and its own name, so the directory's packages are looked up
-once; a symlinked file (or a name such as `..`) is resolved on its own, as `module_name_for` does.
+package above it (`packages_of`, a namespace portion's too): 40 us a file, as much as reading and parsing a
+small one. A file that is not a symlink resolves to its directory's resolved path and its own name, so the
+directory's packages are looked up once; a symlinked file (or a name such as `..`) is resolved on its own,
+as `module_name_for` does.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kvlint.source import module_name_for
+from kvlint.source import module_name_for, packages_of
 
 
 class ModuleNames:
@@ -43,10 +44,5 @@ def _stem(name: str) -> str:
 
 
 def _packages_of(directory: str) -> tuple[str, ...]:
-    """The packages a file of `directory` is in, outermost first, as `module_name_for` walks them up."""
-    resolved = Path.cwd().joinpath(directory).resolve()
-    found: list[str] = []
-    while (resolved / "__init__.py").is_file() and resolved.parent != resolved:
-        found.append(resolved.name)
-        resolved = resolved.parent
-    return tuple(reversed(found))
+    """The packages a file of `directory` is in, outermost first, as `module_name_for` finds them."""
+    return packages_of(Path.cwd().joinpath(directory).resolve())[0]
