@@ -230,7 +230,9 @@ class Narrowing:
     def _narrow_sentinel_identity(
         self, test: ast.Compare, state: NullnessState
     ) -> tuple[NullnessState, NullnessState] | None:
-        """`if out is EMPTY_MODEL_RUNNER_OUTPUT:`: where it is true, `out` is the shared sentinel itself."""
+        """`if out is EMPTY_MODEL_RUNNER_OUTPUT:`: where it is true, `out` is the shared sentinel itself, which a
+        mutation corrupts (KVC004). Its return is no KVC002 (no `sentinel_of`): a function that hands back the
+        output it was given hands on whatever its caller had."""
         if not isinstance(test.ops[0], (ast.Is, ast.IsNot)):
             return None
         key, comparator = ref_key(test.left), test.comparators[0]
@@ -241,7 +243,7 @@ class Narrowing:
             return None
         self.expressions.eval(test.left, state)
         true_state, false_state = state, state.copy()
-        true_state.values[key] = sentinel
+        true_state.values[key] = evolve(sentinel, sentinel_of=())
         return (true_state, false_state) if isinstance(test.ops[0], ast.Is) else (false_state, true_state)
 
     def _narrow_call(
