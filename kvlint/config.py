@@ -24,7 +24,7 @@ from kvlint.invariants import (
     InvariantSet,
     with_overrides,
 )
-from kvlint.paths import display_path
+from kvlint.paths import PROJECT_MARKERS, display_path
 
 CONNECTOR_PATH_MARKER = "kvlint: connector-path"
 
@@ -951,7 +951,7 @@ class DirectoryConfigs:
             inherits = False
         else:
             stem = os.path.join(directory, "")
-            inherits = parent != directory and not any(_present(stem + name) for name in _SEARCH_STOPS)
+            inherits = parent != directory and not any(_present(stem + name) for name in PROJECT_MARKERS)
         if inherits:
             inherited = self._loaded.get(parent)
             if inherited is None:
@@ -965,9 +965,6 @@ class DirectoryConfigs:
                 self._on_error(loaded)
         self._loaded[directory], self._owners[directory] = loaded, owner
         return loaded
-
-
-_SEARCH_STOPS = ("pyproject.toml", "setup.cfg", ".git")  # the names `find_config_file` and `project_root` look for
 
 
 def _present(path: str) -> bool:

@@ -1,9 +1,14 @@
-"""How kvlint shows a path: one rule for every output, the configuration's errors and discovery."""
+"""How kvlint shows a path: one rule for every output, the configuration's errors and discovery; and what makes a
+directory a project's root."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+# what makes a directory a project's root: the configuration's search and the project walk stop there, and a
+# namespace package's crawl up (`source.packages_of`) does not pass it
+PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", ".git")
 
 
 def display_path(path: Path, cwd: Path | None = None) -> str:

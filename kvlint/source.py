@@ -1,6 +1,6 @@
 """A file's text as Python reads it: decoding (BOM, coding cookie, UTF-8), the tokenizer's line splitting,
 `SourceError` (KVC900's message and position), `ast` parsing with CPython's positions, and dotted module
-names. Every layer reads it; it imports nothing of kvlint."""
+names. Every layer reads it; of kvlint it imports only `paths`."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import threading
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+
+from kvlint.paths import PROJECT_MARKERS
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
@@ -194,9 +196,6 @@ def module_name_for(path: Path) -> tuple[str, bool]:
     is_package = path.stem == "__init__"
     packages = packages_of(path.parent)[0]
     return ".".join(packages if is_package else (*packages, path.stem)), is_package
-
-
-PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", ".git")  # what makes a directory a project's root
 
 
 def packages_of(directory: Path) -> tuple[tuple[str, ...], Path]:
