@@ -11,7 +11,7 @@ from kvlint.binding.declarations import Declaration
 from kvlint.flow.context import FlowContext
 from kvlint.flow.expressions import COPY_FUNCTIONS, Expressions
 from kvlint.flow.narrowing import Narrowing
-from kvlint.flow.recording import Recorder
+from kvlint.flow.recording import ATTACHING_SITES, Recorder
 from kvlint.flow.state import (
     evolve,
     UNTRACKED,
@@ -28,9 +28,6 @@ from kvlint.binding.markers import marker_directives
 from kvlint.binding.names import ImportTable, matches
 from kvlint.sites import Site, SiteKind, Span
 from kvlint.binding.tree_index import TreeIndex
-
-# the sites that demand a connector output (KVC002, KVC003, KVC006), which an output class without the field drops
-_DEMANDS = (SiteKind.SENTINEL_USE, SiteKind.OUTPUT_CONSTRUCTION, SiteKind.KV_DROPPED)
 
 
 class FlowAnalysis:
@@ -108,7 +105,7 @@ class FlowAnalysis:
             self.context.sites[key] = evolve(
                 self.context.sites[key], carries_connector_output=True, connector_output_argument="(assigned after it)"
             )
-        if any(site.kind in _DEMANDS for site in self.context.sites.values()):
+        if any(site.kind in ATTACHING_SITES for site in self.context.sites.values()):
             fieldless = self._fieldless_invariants()
             if fieldless:
                 self._forget_demands(fieldless)

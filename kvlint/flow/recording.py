@@ -30,7 +30,8 @@ def site_invariant(key: SiteKey) -> str:
     return str(key[-1])
 
 
-_ATTACHING_SITES = (SiteKind.SENTINEL_USE, SiteKind.KV_DROPPED, SiteKind.OUTPUT_CONSTRUCTION)
+# the sites that demand a connector output (KVC002, KVC006, KVC003): where one must be attached
+ATTACHING_SITES = (SiteKind.SENTINEL_USE, SiteKind.KV_DROPPED, SiteKind.OUTPUT_CONSTRUCTION)
 _PATH_DECIDES = (SiteKind.SENTINEL_USE, SiteKind.OUTPUT_CONSTRUCTION)  # KVC002, KVC003: only on a connector path
 
 
@@ -83,8 +84,8 @@ class Recorder:
             facts.update(on_connector_path=bool(reason), path_reason=reason)
             if reason in context.path_names and kind in _PATH_DECIDES:  # the path decides it: say whose guard
                 facts["resolved"] = (*facts.get("resolved", ()), context.path_names[reason])  # type: ignore[misc]
-            if kind in _ATTACHING_SITES and (kind is not SiteKind.SENTINEL_USE or facts.get("sentinel_use") is
-                                             SentinelUseKind.RETURNED):
+            if kind in ATTACHING_SITES and (kind is not SiteKind.SENTINEL_USE or facts.get("sentinel_use") is
+                                            SentinelUseKind.RETURNED):
                 known_empty = self.statements.known_empty
                 facts.update(zip(
                     ("candidates", "proven_candidates"),
