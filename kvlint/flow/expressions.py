@@ -609,7 +609,10 @@ class Expressions:
         if isinstance(func, ast.Attribute):
             receiver = self.eval(func.value, state)
             self.recorder.sink(func.value, receiver, f"attribute access `.{func.attr}`", func, state)
-            function_value = self.attribute_value(func, receiver, state)
+            if self._calls_a_method_named_like_a_field(func.attr, receiver):
+                function_value = FRESH
+            else:
+                function_value = self.attribute_value(func, receiver, state)
         else:
             function_value = self.eval(func, state)
         if function_value.tracked:
@@ -620,6 +623,14 @@ class Expressions:
         if special is not None:
             return special
         return self._declared_call(node, callee, receiver)
+
+    def _calls_a_method_named_like_a_field(self, attr: str, receiver: Value) -> bool:
+        """`step.kv_connector_output()`: a field of that name holds a connector output or None, neither of which
+        can be called, so a call names a method, unless the receiver's class declares the field itself (then the
+        call is the field's, and its check is before the call). What the method returns, its declaration says."""
+        if not self.context.invariants.of_field(attr):
+            return False
+        return not (receiver.cls and self.context.index.member(receiver.cls, attr) is not None)
 
     def _call_sinks(self, node: ast.Call, callee: str | None, args: list[Value], state: NullnessState) -> None:
         """Arguments that the callee iterates (KVC005): `set(x)`, `s.update(x)`, `",".join(x)`..."""
