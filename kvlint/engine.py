@@ -40,7 +40,7 @@ from kvlint.source import (
     SourceError, decode_source, parse_source, parsed_batches, parses_in_batches, reject_nul, split_lines,
 )
 from kvlint.binding.declarations import (
-    Declaration, batch_declarations, declared_exports, module_declarations, producer_facts_wanted, top_level_classes,
+    Declaration, batch_declarations, declared_exports, module_declarations, producer_facts_wanted, top_level_types,
 )
 from kvlint.binding.tree_index import TreeIndex, file_index
 
@@ -228,7 +228,7 @@ def _prepare_in_batches(prepared: PreparedFile, text: str, config: Config) -> bo
         imports.append([node for node in statements if isinstance(node, (ast.Import, ast.ImportFrom))])
         annotated += [node for node in statements if isinstance(node, ast.AnnAssign)]
         module_level += [node for node in batch.body if not isinstance(node, _DEFINITIONS)]
-        classes |= top_level_classes(batch.body)
+        classes |= top_level_types(batch.body)
         _segments(batch, segments)
         del batch, statements  # not alive while the next batch is parsed
     # `walk_statements` of the whole module takes its last top-level statement first: the batches in reverse

@@ -205,8 +205,20 @@ class GlobalDecl:
         return ["g", self.qualname, self.type.to_json()]
 
 
-Declaration = (FunctionDecl | ClassDecl | GlobalDecl | PathCalls | ModuleDecl | HolderUse | PassThrough | ParkedReturn
-               | SelfStore | Mentions | AttributeReads)
+@dataclass(frozen=True)
+class TypeAliasDecl:
+    """A module-level type alias (`MaybeKVOutput: TypeAlias = Optional[KVConnectorOutput]`, `type X = ...`,
+    `MaybeKVOutput = KVConnectorOutput | None`): an annotation naming it means what it stands for."""
+
+    qualname: str
+    type: TypeRef
+
+    def to_json(self) -> list[object]:
+        return ["y", self.qualname, self.type.to_json()]
+
+
+Declaration = (FunctionDecl | ClassDecl | GlobalDecl | TypeAliasDecl | PathCalls | ModuleDecl | HolderUse | PassThrough
+               | ParkedReturn | SelfStore | Mentions | AttributeReads)
 
 
 def declaration_from_json(data: list[object]) -> Declaration:
@@ -254,6 +266,9 @@ def declaration_from_json(data: list[object]) -> Declaration:
     if tag == "g":
         _, qualname, type_ = data
         return GlobalDecl(str(qualname), TypeRef.from_json(type_))  # type: ignore[arg-type]
+    if tag == "y":
+        _, qualname, type_ = data
+        return TypeAliasDecl(str(qualname), TypeRef.from_json(type_))  # type: ignore[arg-type]
     raise ValueError(f"unknown declaration tag {tag!r}")
 
 
@@ -589,13 +604,59 @@ def module_declarations(
     guards and contexts of it the module mentions, says whose connector paths to count calls on (as
     `invariant:name`). `text`, the module's source, says which attributes of `self` it only ever stores
     (`SelfStore`); without it none is declared."""
-    return batch_declarations([tree], module_name, imports, top_level_classes(tree.body), declared_exports(tree),
+    return batch_declarations([tree], module_name, imports, top_level_types(tree.body), declared_exports(tree),
                               empty_sentinels, output_classes, path_names, optional_fields, text)
 
 
-def top_level_classes(statements: Iterable[ast.stmt]) -> set[str]:
-    """The classes a module defines at its top level: a name of one resolves to `module.Class`."""
-    return {statement.name for statement in statements if isinstance(statement, ast.ClassDef)}
+_TYPE_ALIAS = ("typing.TypeAlias", "typing_extensions.TypeAlias")
+
+
+def _type_alias(statement: ast.stmt, resolve: Resolver) -> tuple[str, TypeRef] | None:
+    """The name and meaning of a module-level type alias that declares a class or its Optional: one
+    `TypeAlias` annotates, a `type` statement, or a bare assignment of an Optional (`X = Optional[A]`,
+    `X = A | None`: a value no other statement spells). None for anything else."""
+    if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value:
+        annotated = ast_dotted_name(statement.annotation)
+        if annotated is None or not matches(resolve(annotated), _TYPE_ALIAS):
+            return None
+        name, value = statement.target.id, statement.value
+    elif _TYPE_STATEMENT is not None and isinstance(statement, _TYPE_STATEMENT) and not statement.type_params:
+        name, value = statement.name.id, statement.value
+    elif (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+          and isinstance(statement.targets[0], ast.Name) and _union_members(statement.value, resolve, 0)):
+        name, value = statement.targets[0].id, statement.value
+    else:
+        return None
+    type_ = type_of_annotation(value, resolve)
+    if type_ is None or type_.kind != "class" or (isinstance(statement, ast.Assign) and not type_.optional):
+        return None
+    return name, type_
+
+
+_TYPE_STATEMENT = getattr(ast, "TypeAlias", None)  # `type X = ...`, Python 3.12 and later
+
+
+def top_level_types(statements: Iterable[ast.stmt]) -> set[str]:
+    """The classes and type aliases a module defines at its top level: a name of one resolves to
+    `module.Class`."""
+    return {statement.name for statement in statements if isinstance(statement, ast.ClassDef)} | {
+        name for name in map(_alias_name, statements) if name
+    }
+
+
+def _alias_name(statement: ast.stmt) -> str:
+    """The name a statement may bind a type alias to, by its spelling alone (`_type_alias` says whether it
+    does); "" for any other statement."""
+    if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value:
+        annotated = ast_dotted_name(statement.annotation) or ""
+        return statement.target.id if annotated.rpartition(".")[2] == "TypeAlias" else ""
+    if _TYPE_STATEMENT is not None and isinstance(statement, _TYPE_STATEMENT):
+        return statement.name.id
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+        value = statement.value
+        if isinstance(value, ast.Subscript) or (isinstance(value, ast.BinOp) and isinstance(value.op, ast.BitOr)):
+            return statement.targets[0].id
+    return ""
 
 
 def batch_declarations(
@@ -620,7 +681,10 @@ def batch_declarations(
     for tree in batches:
         called.update(_called_imports(walk_statements(tree), imports))
         for statement in tree.body:
-            if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+            alias = _type_alias(statement, resolve)
+            if alias is not None:
+                found.append(TypeAliasDecl(_join(module_name, alias[0]), alias[1]))
+            elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
                 type_ = type_of_annotation(statement.annotation, resolve)
                 if type_ is not None and type_.kind in ("class", "list", "dict"):
                     found.append(GlobalDecl(_join(module_name, statement.target.id), type_))

@@ -13,13 +13,16 @@ It also knows which producers are only ever called on a connector path.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from itertools import chain
+from typing import TypeVar
 
 from kvlint.byte_scan import mentions_any
 from kvlint.binding.declarations import (
     KNOWN_NO_RETURN, AttributeReads, ClassDecl, Declaration, FunctionDecl, GlobalDecl, Mentions, ModuleDecl, PathCalls,
+    TypeAliasDecl,
     TypeRef,
 )
 from kvlint.binding.names import matches
@@ -27,6 +30,7 @@ from kvlint.binding.summaries import HolderUse, PassThrough, SelfStore
 from kvlint.binding.words import word_count, word_mentions
 
 MAX_BASE_DEPTH = 12
+_Typed = TypeVar("_Typed", bound=Declaration)
 _IMPLICIT_BASES = ("object", "typing.Generic", "typing.Protocol", "typing.NamedTuple", "abc.ABC", "enum.Enum")
 
 
@@ -131,6 +135,15 @@ class TreeIndex:
             self.functions.pop(qualname, None)
             self.classes.pop(qualname, None)
             self.globals.pop(qualname, None)
+        # `MaybeKVOutput: TypeAlias = Optional[KVConnectorOutput]`: every declaration naming it means its target
+        self.type_aliases = {d.qualname: d.type for d in declarations if isinstance(d, TypeAliasDecl)}
+        if self.type_aliases:
+            declarations = [self._aliases_expanded(decl) for decl in declarations]
+            self.functions = {name: self._aliases_expanded(decl) for name, decl in self.functions.items()}
+            self.classes = {name: self._aliases_expanded(decl) for name, decl in self.classes.items()}
+            self.globals = {name: self.expand_type_aliases(type_) for name, type_ in self.globals.items()}
+            classes_by_name = {name: [self.classes.get(d.qualname, d) for d in found]
+                               for name, found in classes_by_name.items()}
         self._classes_by_name = {name: tuple(found) for name, found in classes_by_name.items()}
         # every dotted prefix of a declared name: the modules (and classes) the tree holds
         scopes: set[str] = set()
@@ -163,6 +176,37 @@ class TreeIndex:
             + [q.rpartition(".")[2] for q, type_ in self.globals.items() if _holds(type_, payload)]
             + [name for decl in self.classes.values() for name in decl.sentinel_members]  # `self._EMPTY.x = ...`
         )
+
+    def expand_type_aliases(self, type_: TypeRef | None) -> TypeRef | None:
+        """What a type names once the tree's type aliases are followed (`MaybeKVOutput` is
+        `KVConnectorOutput | None`), through the re-exports on the alias's way; the type itself when it names
+        none."""
+        for _ in range(MAX_BASE_DEPTH):
+            if type_ is None or not self.type_aliases:
+                return type_
+            if type_.kind in ("list", "dict") and type_.element is not None:
+                element = self.expand_type_aliases(type_.element)
+                return type_ if element == type_.element else dataclasses.replace(type_, element=element)
+            if type_.kind != "class":
+                return type_
+            target = self.type_aliases.get(type_.name) or self.type_aliases.get(self.canonical(type_.name))
+            if target is None:
+                return type_
+            type_ = dataclasses.replace(target, optional=target.optional or type_.optional)
+        return type_
+
+    def _aliases_expanded(self, decl: _Typed) -> _Typed:
+        """A declaration with the type aliases its types name followed."""
+        if isinstance(decl, FunctionDecl) and decl.returns is not None:
+            returns = self.expand_type_aliases(decl.returns)
+            return decl if returns == decl.returns else dataclasses.replace(decl, returns=returns)
+        if isinstance(decl, ClassDecl) and decl.members:
+            members = tuple((name, self.expand_type_aliases(type_) or type_) for name, type_ in decl.members)
+            return decl if members == decl.members else dataclasses.replace(decl, members=members)
+        if isinstance(decl, GlobalDecl):
+            type_ = self.expand_type_aliases(decl.type) or decl.type
+            return decl if type_ == decl.type else dataclasses.replace(decl, type=type_)
+        return decl
 
     def candidate_names(self) -> frozenset[str]:
         """Names whose mention makes a file worth analysing: what is declared to hold or return the payload,

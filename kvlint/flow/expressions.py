@@ -146,6 +146,7 @@ class Expressions:
     ) -> Value | None:
         """The value a declaration promises; None when there is no declaration. `declared_by`: the declaration's
         qualified name, kept on a value it makes maybe None (`Site.resolved`)."""
+        declared = self.context.index.expand_type_aliases(declared)
         if declared is None:
             return None
         if declared.kind == "class" and declared.name in UNTYPED:
@@ -210,7 +211,9 @@ class Expressions:
         context = self.context
         root = spelled.partition(".")[0]
         local = f"{context.module_name}.{spelled}"
-        if root not in context.imports.bindings and context.index.class_named(local) is not None:
+        if root not in context.imports.bindings and (
+            context.index.class_named(local) is not None or local in context.index.type_aliases
+        ):
             return local
         return context.imports.resolve_dotted(spelled)
 
