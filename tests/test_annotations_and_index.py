@@ -78,39 +78,47 @@ def test_index_entries_name_every_definition_with_its_qualified_name() -> None:
     }
 
 
-def test_calls_resolve_by_qualified_name_or_by_an_unambiguous_method_name() -> None:
+def test_calls_resolve_by_qualified_name_never_by_a_method_name_alone() -> None:
     tree = ast.parse(SOURCE)
     index = TreeIndex(module_declarations(tree, "pkg.mod", ImportTable.from_ast(tree, "pkg.mod")))
     assert index.returns_optional("pkg.mod.fetch", "elsewhere")  # imported by qualified name
     assert index.returns_optional("fetch", "pkg.mod")  # called in its own module
     assert not index.returns_optional("fetch", "elsewhere")  # a bare name from another module is not it
-    assert index.returns_optional("self.take", "pkg.mod")  # every `take` of the tree returns Optional
-    assert not index.returns_optional("self.shared", "pkg.mod")  # one `shared` returns int: not a source
+    assert index.returns_optional("pkg.mod.Runner.take", "elsewhere")  # a method by its class
+    assert not index.returns_optional("self.take", "pkg.mod")  # a receiver of unknown class: nothing resolved
     assert not index.returns_optional("plain", "pkg.mod")
     assert index.candidate_names() == {"fetch", "plain", "take", "shared", "deep"}  # what holds the payload
 
 
-def test_a_definition_in_a_file_the_scan_skipped_still_counts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_method_is_its_receivers_class_whatever_a_skipped_file_declares_by_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The consumer mentions no configured name (the byte scan skips it) and calls `poll` on a `Producer`: it is
+    analysed as a caller, and `Producer.poll` decides; the receiver of unknown class resolves to nothing."""
     (tmp_path / "producer.py").write_text(
         "from vllm.v1.outputs import KVConnectorOutput\n\n"
         "class Producer:\n    def poll(self) -> KVConnectorOutput | None: ...\n"
     )
     (tmp_path / "consumer.py").write_text(CONSUMER)
     monkeypatch.chdir(tmp_path)
-    assert [(f.path, f.code) for f in run([Path(".")], Config(), jobs=1).findings] == [("consumer.py", "KVC001")]
+    expected = [("consumer.py", 5, "KVC001")]
+    assert [(f.path, f.line, f.code) for f in run([Path(".")], Config(), jobs=1).findings] == expected
     (tmp_path / "unrelated.py").write_text("class Queue:\n    def poll(self):\n        return 1\n")
-    assert run([Path(".")], Config(), jobs=1).findings == []
+    assert [(f.path, f.line, f.code) for f in run([Path(".")], Config(), jobs=1).findings] == expected
 
 
-# a consumer of an unknown receiver that imports the producer's module: the name fallback may reach its method
-CONSUMER = "import producer\n\n\ndef use(p: 'producer.Source'):\n    return p.poll().finished_sending\n"
+CONSUMER = (
+    "import producer\n\n\ndef use(p: 'producer.Producer'):\n    return p.poll().finished_sending\n\n\n"
+    "def use_any(p):\n    return p.poll().finished_sending\n"
+)
 
 
-def test_a_method_name_defined_only_in_modules_the_caller_never_imports_is_no_source(
+def test_a_method_called_on_a_receiver_of_unknown_class_is_no_source(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`fut.result()` on a `concurrent.futures.Future` is not the `result()` an unrelated package declares
-    Optional: the name fallback for an unknown receiver looks only at the modules the caller reaches."""
+    """`fut.result()` on a `concurrent.futures.Future` is not the `result()` a package declares Optional, even
+    one the caller imports: a receiver of unknown class resolves to nothing; one of known class
+    resolves through it."""
     (tmp_path / "producer.py").write_text(
         "from vllm.v1.outputs import KVConnectorOutput\n\n"
         "class AsyncStep:\n    async def result(self) -> KVConnectorOutput | None: ...\n"
@@ -120,10 +128,13 @@ def test_a_method_name_defined_only_in_modules_the_caller_never_imports_is_no_so
         "def finished(pool: ThreadPoolExecutor, step):\n    return pool.submit(step).result().finished_sending\n"
     )
     (tmp_path / "importer.py").write_text(
-        "import producer\n\n\nasync def finished(step):\n    return (await step.result()).finished_sending\n"
+        "import producer\n\n\nasync def finished(step):\n    return (await step.result()).finished_sending\n\n\n"
+        "async def finished_of(step: producer.AsyncStep):\n    return (await step.result()).finished_sending\n"
     )
     monkeypatch.chdir(tmp_path)
-    assert [(f.path, f.code) for f in run([Path(".")], Config(), jobs=1).findings] == [("importer.py", "KVC001")]
+    assert [(f.path, f.line, f.code) for f in run([Path(".")], Config(), jobs=1).findings] == [
+        ("importer.py", 9, "KVC001"),
+    ]
 
 
 DECLARED = '''
@@ -466,36 +477,10 @@ def test_a_generic_class_of_the_tree_substitutes_its_type_argument(
     assert [(f.line, f.code) for f in run([Path(".")], Config(), jobs=1).findings] == [(11, "KVC001")]
 
 
-PRODUCER = (
-    "from vllm.v1.outputs import KVConnectorOutput\n\nclass Producer:\n"
-    "    def poll(self) -> KVConnectorOutput | None: ...\n"
-)
 RELEVANT_NEIGHBOUR = (
     "from vllm.v1.outputs import KVConnectorOutput\n\ndef make{n}() -> KVConnectorOutput:\n"
     "    return KVConnectorOutput()\n"
 )
-
-
-@pytest.mark.parametrize("jobs", [1, 2])
-def test_files_analysed_before_the_skipped_files_changed_the_index_are_analysed_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
-) -> None:
-    """The workers start with the index of the relevant files while the skipped files are read; a skipped
-    file that changes it (here: it defines `poll` too, so `p.poll()` is not Optional-only) has every file
-    analysed again with the final index, in the pool as in this process."""
-    (tmp_path / "producer.py").write_text(PRODUCER)
-    for n in range(4):  # enough relevant files for worker processes
-        (tmp_path / f"neighbour{n}.py").write_text(RELEVANT_NEIGHBOUR.format(n=n))
-    (tmp_path / "consumer.py").write_text(CONSUMER)
-    monkeypatch.chdir(tmp_path)
-    first = run([Path(".")], Config(), jobs=jobs)
-    assert [(f.path, f.code) for f in first.findings] == [("consumer.py", "KVC001")]  # a caller the scan found
-    assert first.index is not None and "poll" in first.index.optional_method_names
-    (tmp_path / "unrelated.py").write_text("class Queue:\n    def poll(self):\n        return 1\n")
-    second = run([Path(".")], Config(), jobs=jobs)
-    assert second.findings == []
-    assert second.index is not None and "poll" not in second.index.optional_method_names
-    assert {report.display_path for report in second.reports if report.analysed} >= {"producer.py", "consumer.py"}
 
 
 @pytest.mark.parametrize("jobs", [1, 2])

@@ -415,6 +415,7 @@ def _class_decl(
     sentinel_members: list[str] = []
     sentinel_sources: list[str] = []  # which sentinel each holds, resolved through the module's imports
     assigned: dict[str, list[ast.expr]] = {}
+    parameters: dict[str, ast.expr] = {}  # attributes set from a method's annotated parameter: its annotation
     positional = _generates_positional_init(node, resolve)
     rebound: list[str] = []
     keyword_only = False
@@ -448,13 +449,18 @@ def _class_decl(
                 returns = type_of_annotation(statement.returns, resolve)
                 if returns is not None:
                     members.setdefault(statement.name, returns)
-            _self_attributes(statement, resolve, members, assigned)
+            _self_attributes(statement, resolve, members, assigned, parameters)
     for name, values in assigned.items():
-        if name in members or len(values) != 1 or not isinstance(values[0], ast.Call):
-            continue  # an inferred type only from the one construction that ever sets it
-        callee = ast_dotted_name(values[0].func)
-        if callee and callee.rpartition(".")[2][:1].isupper():
-            members[name] = TypeRef("class", resolve(callee))
+        if name in members or len(values) != 1:
+            continue  # an inferred type only from the one assignment that ever sets it
+        if isinstance(values[0], ast.Call):  # `self.runner = NPUModelRunner(...)`
+            callee = ast_dotted_name(values[0].func)
+            if callee and callee.rpartition(".")[2][:1].isupper():
+                members[name] = TypeRef("class", resolve(callee))
+        elif name in parameters:  # `self.model_runner = model_runner`, a parameter declared `GPUModelRunner`
+            declared = type_of_annotation(parameters[name], resolve)
+            if declared is not None and declared.kind == "class":
+                members[name] = declared
     bases = tuple(resolve(name) for name in map(ast_dotted_name, node.bases) if name)
     rebound.extend(assigned)  # `self._EMPTY = copy.deepcopy(...)`: this instance holds its own
     return ClassDecl(qualname, node.name, bases, tuple(sorted(members.items())), tuple(fields),
@@ -547,12 +553,17 @@ def _in_init(statement: ast.AnnAssign) -> bool:
 
 def _self_attributes(
     method: ast.FunctionDef | ast.AsyncFunctionDef, resolve: Resolver,
-    members: dict[str, TypeRef], assigned: dict[str, list[ast.expr]],
+    members: dict[str, TypeRef], assigned: dict[str, list[ast.expr]], parameters: dict[str, ast.expr],
 ) -> None:
-    """`self.x: T = ...` declares a member; plain `self.x = ...` is remembered for inference."""
+    """`self.x: T = ...` declares a member; plain `self.x = ...` is remembered for inference, and the annotation
+    of the parameter it sets `self.x` from (`self.x = x`, `x: T` a parameter of the method)."""
     if not method.args.args:
         return
     receiver = method.args.args[0].arg
+    arguments = method.args
+    annotated = {argument.arg: argument.annotation
+                 for argument in (*arguments.posonlyargs, *arguments.args[1:], *arguments.kwonlyargs)
+                 if argument.annotation is not None}
     stack: list[ast.AST] = list(method.body)
     while stack:
         node = stack.pop()
@@ -566,6 +577,8 @@ def _self_attributes(
             for target in node.targets:
                 if _is_self_attribute(target, receiver):
                     assigned.setdefault(target.attr, []).append(node.value)  # type: ignore[union-attr]
+                    if isinstance(node.value, ast.Name) and node.value.id in annotated:
+                        parameters[target.attr] = annotated[node.value.id]  # type: ignore[union-attr]
                 elif isinstance(target, (ast.Tuple, ast.List)):
                     for element in target.elts:
                         if _is_self_attribute(element, receiver):

@@ -65,8 +65,7 @@ class TreeIndex:
     """Answers what the tree declares: return types, class members, globals, functions that never return."""
 
     def __init__(
-        self, declarations: Iterable[Declaration] = (), other_definitions: Iterable[str] = (),
-        payload_classes: tuple[str, ...] = ("KVConnectorOutput",),
+        self, declarations: Iterable[Declaration] = (), payload_classes: tuple[str, ...] = ("KVConnectorOutput",),
     ):
         declarations = list(declarations)
         payload = payload_classes
@@ -158,18 +157,6 @@ class TreeIndex:
         optional = [d for d in functions if returns_optional_payload(d, payload)]
         # the payload class each Optional-returning function declares (which invariant its value belongs to)
         self.optional_qualnames = {d.qualname: d.returns.name for d in optional if d.returns is not None}
-        optional_names: dict[str, set[str]] = {}
-        for d in optional:
-            optional_names.setdefault(d.name, set()).add(d.returns.name if d.returns is not None else "")
-        plain_names = {d.name for d in functions if not returns_optional_payload(d, payload)} | set(other_definitions)
-        self.optional_method_names = {  # the payload classes its definitions declare, as they spell them
-            name: tuple(sorted(classes)) for name, classes in optional_names.items() if name not in plain_names
-        }
-        # where each of those names is defined Optional: a module reaches the fallback only through its imports
-        self._optional_method_modules: dict[str, frozenset[str]] = {
-            name: frozenset(self.module_of(d.qualname) for d in optional if d.name == name)
-            for name in self.optional_method_names
-        }
         self.payload_names = frozenset(
             [name for decl in self.classes.values() for name, type_ in decl.members if _holds(type_, payload)]
             + [d.name for d in functions if d.returns is not None and _holds(d.returns, payload)]
@@ -220,7 +207,6 @@ class TreeIndex:
             sorted([d.to_json()[:-1] for d in self.functions.values()], key=repr),
             sorted([d.to_json() for d in self.classes.values()], key=repr),
             sorted([[q, t.to_json()] for q, t in self.globals.items()], key=repr),
-            sorted(self.optional_method_names.items()),
             sorted(self.connector_callees.items()),
             # what each module imports and re-exports decides what the others reach
             sorted(self.modules.items()),
@@ -308,22 +294,14 @@ class TreeIndex:
 
     # ------------------------------------------------------------ functions
 
-    def returns_optional(
-        self, callee: str, module_name: str, reach: frozenset[str] | None = None
-    ) -> tuple[str, ...] | None:
-        """The payload classes a call to the resolved callee (receiver unknown) is declared to return Optional
-        (each definition of a method name may spell one); None when it returns no Optional payload."""
+    def returns_optional(self, callee: str, module_name: str) -> tuple[str, ...] | None:
+        """The payload class a call to the resolved callee (a function, or a method by its qualified name) is
+        declared to return Optional; None when it returns no Optional payload. A method called on a receiver of
+        unknown class (`step.result()`) resolves to nothing: what its name is declared to return elsewhere,
+        perhaps by another library's class, says nothing about it."""
         for name in (callee, f"{module_name}.{callee}"):
             if name in self.optional_qualnames:
                 return (self.optional_qualnames[name],)
-        if "." in callee:
-            name = callee.rpartition(".")[2]
-            found = self.optional_method_names.get(name)
-            if found and self.modules:
-                reach = self.reachable(module_name) if reach is None else reach
-                if not self._optional_method_modules[name] & reach:
-                    return None  # defined Optional only in modules this one never imports: another class's method
-            return found
         return None
 
     def optional_qualname(self, callee: str, module_name: str) -> str:

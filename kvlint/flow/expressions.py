@@ -813,7 +813,7 @@ class Expressions:
             return self._typed_value(returns, self._declared_origin(node, _payload_of(returns)),
                                      declared_by=decl.qualname) or UNTRACKED
         payloads = (None if callee is None
-                    else context.index.returns_optional(callee, context.module_name, context.reach))
+                    else context.index.returns_optional(callee, context.module_name))
         if payloads:
             owners = {self.payload_invariant(payload) for payload in payloads}
             invariant = owners.pop() if len(owners) == 1 else ""  # definitions of two invariants: say neither

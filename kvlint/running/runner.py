@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -741,19 +740,12 @@ class IndexBuild:
     def final(self) -> tuple[TreeIndex, bool]:
         """The index with what the skipped files showed, and whether it differs from the provisional one
         (then a file analysed with that must be analysed again)."""
-        elsewhere: set[str] = set()
-        if self.provisional.optional_method_names:
-            names = sorted(self.provisional.optional_method_names)
-            pattern = re.compile(rb"\bdef\s+(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b")
-            elsewhere = {match.group(1).decode() for _, data in self.callers
-                         for match in pattern.finditer(_bytes(data))}
-        if not elsewhere and not self.named_elsewhere:
+        if not self.named_elsewhere:
             return self.provisional, False
-        index = TreeIndex(self.entries, elsewhere, self.config.payload_classes)
+        index = TreeIndex(self.entries, self.config.payload_classes)
         index.settle_connector_callees(self.path_only, self.named_elsewhere)
         index.settle_unread_attributes(self.only_stored, self.named_elsewhere)
-        changed = (index.optional_method_names != self.provisional.optional_method_names
-                   or index.connector_callees != self.provisional.connector_callees
+        changed = (index.connector_callees != self.provisional.connector_callees
                    or index.unread_attributes != self.provisional.unread_attributes)
         return (index if changed else self.provisional), changed
 

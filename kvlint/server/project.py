@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import threading
 from collections import Counter
 from collections.abc import Iterable
@@ -231,11 +230,7 @@ def _mentions(text: str, names: tuple[str, ...]) -> Counter[str]:
 
 
 def _skipped_traits(data: bytes, index: TreeIndex, config: Config, callees: tuple[str, ...]) -> object:
-    """What the index reads of a file the byte scan skipped: whether it calls an Optional-returning function
-    (and which of their names it defines), and which connector callee candidates it names."""
+    """What the index reads of a file the byte scan skipped: whether it calls an Optional-returning function,
+    and which connector callee candidates it names."""
     caller = bool(caller_names(index, config)) and mentions_any(data, caller_names(index, config))
-    defined = (
-        frozenset(m.decode() for m in re.findall(rb"\bdef\s+(\w+)", data)) & set(index.optional_method_names)
-        if caller else frozenset()
-    )
-    return caller, defined, frozenset(name for name in callees if name.encode() in data)
+    return caller, frozenset(name for name in callees if name.encode() in data)
