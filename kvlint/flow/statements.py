@@ -810,7 +810,7 @@ class Statements:
                 self._narrow_field_patterns(case.pattern, subject, case_state, state if case.guard is None else None)
             for name in _pattern_names(case.pattern):
                 self._invalidate(name, case_state)
-            self._bind_pattern(case.pattern, case_state)
+            self._bind_pattern(case.pattern, case_state, subject)
             if case.guard is not None:
                 case_state, _ = self.narrowing.narrow(case.guard, case_state, "case guard")
             elif isinstance(case.pattern, ast.MatchAs) and case.pattern.pattern is None:
@@ -848,8 +848,10 @@ class Statements:
             elif isinstance(inner, ast.MatchClass):
                 self.narrowing.set_nullness(field_key, Nullness.NOT_NONE, case_state, "class pattern in `match`")
 
-    def _bind_pattern(self, pattern: ast.pattern, state: NullnessState) -> None:
-        """`case Output(kv_connector_output=kvo)` reads the field; `case KVConnectorOutput() as k` narrows `k`."""
+    def _bind_pattern(self, pattern: ast.pattern, state: NullnessState, subject: str | None = None) -> None:
+        """`case Output(kv_connector_output=kvo)` reads the field (of `subject`, the match's subject where it is
+        this pattern's: what the cases before said of its field holds); `case KVConnectorOutput() as k` narrows
+        `k`."""
         captured = pattern.name if isinstance(pattern, ast.MatchAs) else None
         if isinstance(pattern, ast.MatchAs) and captured is not None and isinstance(pattern.pattern, ast.MatchClass):
             callee = self.context.imports.resolve_dotted(dotted_name(pattern.pattern.cls) or "")
@@ -881,6 +883,10 @@ class Statements:
             invariant = self.context.invariants.of_field(key)
             if (invariant and isinstance(inner, ast.MatchAs)
                     and inner.pattern is None and inner.name is not None):
+                known = state.values.get(f"{subject}.{key}") if subject is not None else None
+                if known is not None and known.nullness is Nullness.NOT_NONE:  # `case ...(key=None)` came first
+                    state.values[inner.name] = known
+                    continue
                 declared = self.expressions.declared_attribute(receiver, key, f"`{inner.name}`")
                 state.values[inner.name] = declared or self.expressions.field_source(
                     f"the `{key}=` pattern", invariant
