@@ -59,9 +59,10 @@ def test_the_plugin_reads_the_vllm_on_its_search_path(monkeypatch: pytest.Monkey
     plugin = PLUGIN.relative_to(REPOSITORY)
     with_new = Config(search_path=(str(NEW_VLLM),))
     assert _found([plugin], with_new) == expected_findings(PLUGIN)
-    # without vLLM's declarations the asynchronous output's `get_kv_connector_output()` is unknown: silent
+    # without vLLM's declarations the asynchronous output's `get_kv_connector_output()` is unknown: silent; and
+    # beside stats_runner.py's own `ModelRunnerOutput` (no such field), vLLM's, out of sight, may have none
     alone = _found([plugin])
-    assert alone == Counter({k: n for k, n in expected_findings(PLUGIN).items() if k[2] == "KVC002"})
+    assert alone == Counter({k: n for k, n in expected_findings(PLUGIN).items() if k[0].endswith("/worker.py")})
     # vLLM 0.10.0's output class has no `kv_connector_output`: nothing can demand one
     assert _found([plugin], Config(search_path=(str(OLD_VLLM),))) == Counter()
 

@@ -58,13 +58,13 @@ def test_one_method_declared_in_two_spellings_of_one_payload_class(project: Path
         """,
         "c.py": """
             from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT
-            import a, b  # the workers' classes: what the name fallback for `worker.take()` may reach
-            def step(worker):
+            import a, b
+            def step(worker: a.A):
                 kvo = worker.take()
                 if kvo is not None:
                     return EMPTY_MODEL_RUNNER_OUTPUT
                 return None
-            def merge(worker):
+            def merge(worker: b.B):
                 kvo = worker.take()
                 return kvo.finished_sending
         """,

@@ -106,9 +106,7 @@ class FlowAnalysis:
                 self.context.sites[key], carries_connector_output=True, connector_output_argument="(assigned after it)"
             )
         if any(site.kind in ATTACHING_SITES for site in self.context.sites.values()):
-            fieldless = self._fieldless_invariants()
-            if fieldless:
-                self._forget_demands(fieldless)
+            self._forget_demands(self._fieldless_invariants())
         return sorted(self.context.sites.values(), key=lambda s: (s.span, s.kind.value, s.expression))
 
     def _fieldless_invariants(self) -> frozenset[str]:
@@ -136,14 +134,34 @@ class FlowAnalysis:
 
     def _forget_demands(self, fieldless: frozenset[str]) -> None:
         """No return of the sentinel and no construction is on those invariants' connector paths, and no return
-        drops what their output class cannot carry."""
+        drops what their output class cannot carry. A construction or a sentinel whose own class is in sight
+        goes by that class (a module may define its own `ModelRunnerOutput` beside vLLM's); the rest by the
+        module's (`fieldless`)."""
         for key, site in list(self.context.sites.items()):
-            if site.invariant not in fieldless:
+            own = self._own_class_lacks_field(site) if site.invariant else None
+            if not (site.invariant in fieldless if own is None else own):
                 continue
             if site.kind is SiteKind.KV_DROPPED:
                 del self.context.sites[key]
             elif site.kind in (SiteKind.SENTINEL_USE, SiteKind.OUTPUT_CONSTRUCTION) and site.on_connector_path:
                 self.context.sites[key] = evolve(site, on_connector_path=False, path_reason="")
+
+    def _own_class_lacks_field(self, site: Site) -> bool | None:
+        """Whether the output class a construction builds, or the one a sentinel's module defines, declares no
+        field of the site's invariant; None when the site names no class in sight."""
+        context = self.context
+        invariant = context.invariants.by_name[site.invariant]
+        if site.kind is SiteKind.OUTPUT_CONSTRUCTION:
+            names = [name.partition(": ")[2] for name in site.resolved if name.startswith("output class: ")]
+        elif site.kind is SiteKind.SENTINEL_USE:
+            names = [f"{name.partition(': ')[2].rpartition('.')[0]}.{output.rpartition('.')[2]}"
+                     for name in site.resolved if name.startswith("sentinel: ") for output in invariant.output_classes]
+        else:
+            return None
+        declared = [context.index.class_named(name, context.module_name, context.reach) for name in names]
+        verdicts = {context.index.declares_attribute(decl.qualname, invariant.field_name)
+                    for decl in declared if decl is not None}
+        return None if not verdicts or None in verdicts else verdicts == {False}
 
     def _start_scope(self, scope: ScopeContext) -> None:
         context = self.context
