@@ -508,5 +508,9 @@ def declarations_of(data: bytes, module_name: str, is_package: bool, config: Con
     except SourceError:
         return []
     imports = ImportTable.from_statements(walk_statements(tree), module_name, is_package)
-    # no producers looked for: they matter for the run's own connector callees, which such a module never holds
-    return module_declarations(tree, module_name, imports, config.empty_sentinels)
+    # no producers looked for: they matter for the run's own connector callees, which such a module never holds;
+    # its tuples of step state are what a caller unpacks, as the run's own module's would be (`tuple_returns`),
+    # but what its functions do with a call's result is a caller's, and such a module is never one
+    declared = module_declarations(tree, module_name, imports, config.empty_sentinels,
+                                   optional_fields=config.optional_fields)
+    return [decl for decl in declared if not isinstance(decl, (HolderUse, PassThrough, ParkedReturn))]
