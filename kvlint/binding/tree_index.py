@@ -538,6 +538,14 @@ class TreeIndex:
                     return False
         return bool(classes)
 
+    def inherited_method(self, class_name: str, name: str) -> FunctionDecl | None:
+        """What `super().name` calls in a method of the class: the nearest base's definition."""
+        for decl in self.mro(class_name)[1:]:
+            found = self.functions.get(f"{decl.qualname}.{name}")
+            if found is not None:
+                return found
+        return None
+
     def method(self, class_name: str, name: str) -> FunctionDecl | None:
         """The declaration of a method, from the nearest class that defines it."""
         for decl in self.mro(class_name):

@@ -788,7 +788,16 @@ class Expressions:
         else by the callee's resolved name; None where the tree holds none."""
         if isinstance(node.func, ast.Attribute) and receiver is not None and receiver.cls:
             return self.context.index.method(receiver.cls, node.func.attr)
+        if isinstance(node.func, ast.Attribute) and self._is_super(node.func.value):
+            return self.context.index.inherited_method(self.context.scope.class_name, node.func.attr)
         return self.context.index.function(callee, self.context.module_name) if callee is not None else None
+
+    def _is_super(self, node: ast.expr) -> bool:
+        """`super()` (or `super(Cls, self)`) in a method of a class the scope names."""
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
+                and bool(self.context.scope.class_name) and not node.keywords
+                and (not node.args or (len(node.args) == 2 and isinstance(node.args[0], ast.Name)
+                                       and self.context.scope.class_name.endswith(f".{node.args[0].id}"))))
 
     def _declared_call(self, node: ast.Call, callee: str | None, receiver: Value | None) -> Value:
         """The value of a call from the callee's declaration; the name-based index when the receiver is unknown."""
