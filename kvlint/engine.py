@@ -32,7 +32,7 @@ from kvlint.fixing.model import line_offsets
 from kvlint.byte_scan import distinct_needles, mentions_any
 from kvlint.binding.annotations import AnnotationKind, classify_annotation
 from kvlint.binding.markers import misplaced_markers
-from kvlint.binding.names import ImportTable, first_line, walk_statements
+from kvlint.binding.names import ImportTable, first_line, matches, walk_statements
 from kvlint.noqa import NoqaLines, is_suppressed
 from kvlint.rules import INTERNAL_ERROR, RULES, SYNTAX_ERROR, INEFFECTIVE_MARKER, site_rules
 from kvlint.sites import Site, Span
@@ -449,7 +449,7 @@ def analyse_prepared(
     if not prepared.relevant:
         return FileReport(prepared.display_path)
     try:
-        names = (*extra_names, *index.candidate_names())
+        names = (*extra_names, *index.candidate_names(), *_reexported_names(prepared, config, index))
         sites, markers, fix_context = _run_with_deep_stack(lambda: _sites(prepared, config, index, names))
     except SourceError as exc:
         finding = Finding(prepared.display_path, exc.line, exc.column, SYNTAX_ERROR, exc.message, exc.line, exc.column)
@@ -461,6 +461,17 @@ def analyse_prepared(
         return FileReport(prepared.display_path, findings=(finding,), traceback=traceback.format_exc())
     codes = None if isinstance(fixes, bool) else fixes
     return judge(prepared, config, sites, markers, fix_context if fixes else None, suppress, codes)
+
+
+def _reexported_names(prepared: PreparedFile, config: Config, index: TreeIndex) -> tuple[str, ...]:
+    """The names this module's imports bind to a configured name through another module's re-export under a
+    name of its own (`from vllm_plugin.compat import EMPTY_OUTPUT`, which `compat` binds to vLLM's sentinel):
+    a unit that mentions one is relevant, as one mentioning the configured name is."""
+    configured = _scan_names(config, ())
+    return tuple(sorted(
+        name for name, target in prepared.imports.bindings.items()
+        if not matches(target, configured) and matches(index.canonical(target), configured)
+    ))
 
 
 def judge(

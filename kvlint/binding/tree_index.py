@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from itertools import chain
 from typing import TypeVar
 
@@ -25,7 +25,7 @@ from kvlint.binding.declarations import (
     TypeAliasDecl,
     TypeRef,
 )
-from kvlint.binding.names import matches
+from kvlint.binding.names import ImportTable, matches
 from kvlint.binding.summaries import HolderUse, PassThrough, SelfStore
 from kvlint.binding.words import word_count, word_mentions
 
@@ -351,6 +351,14 @@ class TreeIndex:
             methods.extend(caller.rpartition(".")[2] for caller in self._pass_throughs.get(called, ()))
         return sorted(found, key=lambda use: (use.caller, use.line))
 
+    def resolving_reexports(self, imports: ImportTable, configured: tuple[str, ...]) -> ImportTable:
+        """The module's import table, a name resolved through the re-exports on its way where that makes it one
+        of the configured names (`from vllm_plugin.compat import EMPTY_OUTPUT`, which `compat/__init__.py` binds
+        by `from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT as EMPTY_OUTPUT`, is vLLM's sentinel); every
+        other name as the module's imports spell it (`pytest.fail` stays `pytest.fail`, whatever pytest's
+        `__init__` re-exports)."""
+        return _ReExportedImports(imports, self.canonical, configured) if self._aliases else imports
+
     def canonical(self, name: str) -> str:
         """Where a dotted name is declared, following the re-exports of the modules on its way
         (`pkg.fail`, bound in `pkg/__init__.py` by `from .errors import fail`, is `pkg.errors.fail`)."""
@@ -598,3 +606,26 @@ class TreeIndex:
     def global_type(self, qualname: str) -> TypeRef | None:
         found = self.globals.get(qualname)
         return found if found is not None or not self._aliases else self.globals.get(self.canonical(qualname))
+
+
+class _ReExportedImports(ImportTable):
+    """An import table whose resolved names are followed through the tree's re-exports (`canonical`) where
+    that makes them configured names."""
+
+    def __init__(self, imports: ImportTable, canonical: Callable[[str], str], configured: tuple[str, ...]) -> None:
+        self._canonical, self._configured = canonical, configured
+        self._resolved: dict[str, str] = {}  # the flow resolves the same spellings again and again
+        bindings = {name: self._followed(target) for name, target in imports.bindings.items()}
+        super().__init__(bindings, imports.modules, imports.stars)
+
+    def _followed(self, name: str) -> str:
+        if matches(name, self._configured):
+            return name
+        target = self._canonical(name)
+        return target if target != name and matches(target, self._configured) else name
+
+    def resolve_dotted(self, spelled: str) -> str:
+        found = self._resolved.get(spelled)
+        if found is None:
+            found = self._resolved[spelled] = self._followed(super().resolve_dotted(spelled))
+        return found

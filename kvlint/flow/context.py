@@ -34,7 +34,8 @@ class FlowContext:
     ) -> None:
         # ---- the module and the tree: set once
         self.source = source  # the parsed text: spans and the code of a node
-        self.imports = imports  # the module's import table
+        # the module's import table, a configured name re-exported under another name followed to it
+        self.imports = index.resolving_reexports(imports, config.names())
         # the tree's declarations; a caller the index holds nothing of adds its own classes (their MRO)
         self.index = index.with_own_classes(module_name, own_declarations)
         self.config = config
@@ -47,7 +48,7 @@ class FlowContext:
         self.invariant_names = tuple(invariant.name for invariant in self.invariants.invariants)
         payload_names = tuple(name.rpartition(".")[2] for name in config.payload_classes)
         # how the module may spell a payload class: its names, and what the imports bind them to
-        self.payload_spellings = (*payload_names, *imports.aliases_of(config.payload_classes))
+        self.payload_spellings = (*payload_names, *self.imports.aliases_of(config.payload_classes))
 
         # ---- what the module's scopes add up to
         self.sites: dict[tuple[object, ...], Site] = {}  # by site key (`recording.SiteKey`): the analysis's output
