@@ -16,7 +16,7 @@ import pytest
 from kvlint.binding.summaries import (
     HolderUse, ParkedReturn, PassThrough, SelfStore, function_summaries, is_test_module, stored_only,
 )
-from kvlint.config import Config
+from kvlint.config import Config, load_config
 from kvlint.running.runner import run
 from tests.conftest import FIXTURES
 from tests.test_fixtures import expected_findings
@@ -271,6 +271,27 @@ def test_each_silent_twin_is_silent_for_its_own_reason(
     edited.write_text(edited.read_text().replace(old, new))
     reported = {f.path for f in run([Path(".")], Config(), jobs=1).findings}
     assert reported == {f"pp_stashed_read/{'runner.py' if path == 'worker.py' else path}"}
+
+
+def test_a_file_the_configuration_excludes_may_read_the_attribute_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`exclude` keeps a benchmark out of the check, not out of the project: what it reads back is read, for
+    `kvlint check .` and for the hook given the runner alone."""
+    project = tmp_path / "project"
+    shutil.copytree(SUMMARIES / "pp_stashed", project / "pp_stashed")
+    (project / "pyproject.toml").write_text('[project]\nname = "pipeline"\n\n[tool.kvlint]\nexclude = ["benchmarks"]\n')
+    bench = project / "benchmarks" / "bench_sampling.py"
+    bench.parent.mkdir()
+    bench.write_text("def sampled_transfers(runner):\n    return runner._kv_output_for_sampling\n")
+    monkeypatch.chdir(project)
+    config = load_config([project])
+    for paths in ([Path(".")], [Path("pp_stashed/runner.py")]):
+        found = [(f.path, f.line) for f in run(paths, config, jobs=1).findings if f.path == "pp_stashed/runner.py"]
+        assert found == [("pp_stashed/runner.py", 54)], paths  # line 24's value is read back by the benchmark
+    bench.write_text("def sampled_transfers(runner):\n    return None\n")
+    found = [(f.path, f.line) for f in run([Path(".")], config, jobs=1).findings if f.path == "pp_stashed/runner.py"]
+    assert found == [("pp_stashed/runner.py", 24), ("pp_stashed/runner.py", 54)]
 
 
 def test_a_module_read_from_the_search_path_that_names_the_attribute_may_read_it(

@@ -299,11 +299,35 @@ class ProjectBeyondRun:
                 if module not in analysed:
                     yield data, module, is_package, named
 
-    def _read(self) -> list[tuple[Path, bytes]]:
+    def excluded_files(self) -> list[tuple[Path, bytes]]:
+        """(path, bytes) of each project file the configuration's `exclude` leaves out of every run: never
+        checked, but project code all the same (a benchmark may read back what a worker stores)."""
+        if not self.config.exclude:
+            return []
+        from kvlint.running.discovery import SourceFile, iter_python_files  # the walk is theirs
+
+        listed: list[str] = []
+        read: list[str] = []
+        found: list[tuple[Path, bytes]] = []
+        walked = dataclasses.replace(self.config, exclude=())
+        for entry in iter_python_files([self._root()], walked, listed):
+            if isinstance(entry, SourceFile) and self.config.is_excluded(Path(entry.path)):
+                read.append(os.fspath(entry.path))
+                data = _read(Path(entry.path))
+                if data is not None:
+                    found.append((Path(entry.path), data))
+        if self.search is not None:
+            self.search.note(read, listed)
+        return found
+
+    def _root(self) -> Path:
         from kvlint.config import project_root  # the config layer reads the binder: imported here, not at the top
 
+        return (project_root(self.paths[0]) if self.paths else None) or Path(os.curdir).resolve()  # no marker: cwd
+
+    def _read(self) -> list[tuple[Path, bytes]]:
         paths = self.paths
-        root = (project_root(paths[0]) if paths else None) or Path(os.curdir).resolve()  # no marker: the cwd
+        root = self._root()
         if any(root.is_relative_to(Path(path).resolve()) for path in paths):
             return []  # the run holds the whole project already
         in_run = tuple(os.path.join(os.path.abspath(path), "") for path in paths)  # the run read those already
@@ -461,13 +485,17 @@ def callee_declarations(
 def attribute_reads(declarations: Sequence[Declaration], project: ProjectBeyondRun) -> list[Declaration]:
     """Which of the attributes the run's files only ever store (`SelfStore`) each project file beyond the run
     names, as a word, anywhere: a KV output parked there may be read back in it. Any mention counts, a store
-    too (silence over a guess). Empty when the run stores none, or holds the whole project."""
+    too (silence over a guess). The files `exclude` leaves out count too: they are the project's code. Empty
+    when the run stores none."""
     wanted = sorted({decl.attribute for decl in declarations if isinstance(decl, SelfStore)})
     if not wanted:
         return []
     analysed = {decl.module for decl in declarations if isinstance(decl, ModuleDecl)}
     found: list[Declaration] = []
-    for data, module, _, named in project.files_naming(wanted, analysed):
+    excluded = [(data, module_name_for(path)[0], [name for name in wanted if name.encode() in data])
+                for path, data in project.excluded_files()]
+    beyond = [(data, module, named) for data, module, _, named in project.files_naming(wanted, analysed)]
+    for data, module, named in beyond + [entry for entry in excluded if entry[2]]:
         try:
             text = decode_source(data)
         except SourceError:
