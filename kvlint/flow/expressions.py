@@ -674,6 +674,11 @@ class Expressions:
         if matches(callee, self.context.invariants.output_classes):
             sites = frozenset(self.recorder.record_output_construction(node, state))
             return Value(Nullness.NOT_NONE, cls=self.class_of(callee or ""), output_sites=sites)
+        if callee in _CASTS and node.args and not isinstance(node.args[0], ast.Starred):
+            # `cast(T, x)`: what T declares, as a type checker takes it (`cast(Any, x)` says nothing)
+            cast = self.annotation_value(node.args[0], f"`{self.context.source.code(node)}`")
+            if cast is not None:
+                return cast
         if matches(callee, COPY_FUNCTIONS):
             if args and args[0].sentinel:
                 self.recorder.record(SiteKind.SENTINEL_USE, node, sentinel_use=SentinelUseKind.COPIED,
@@ -1017,6 +1022,9 @@ class Expressions:
         return UNTRACKED
 
     _expr_YieldFrom = _expr_Yield
+
+
+_CASTS = ("typing.cast", "typing_extensions.cast")
 
 
 def _payload_of(declared: TypeRef) -> str:
