@@ -37,8 +37,8 @@ from kvlint.binding.search_path import (  # re-exported: where they were first
     top_package_root,
 )
 from kvlint.binding.declarations import (
-    AttributeReads, ClassDecl, Declaration, FunctionDecl, Mentions, ModuleDecl, PathCalls, declared_exports,
-    module_declarations, producer_facts_wanted,
+    AttributeReads, ClassDecl, Declaration, FunctionDecl, GlobalDecl, Mentions, ModuleDecl, PathCalls,
+    declared_exports, module_declarations, producer_facts_wanted,
 )
 from kvlint.binding.names import ImportTable, matches, walk_statements
 from kvlint.binding.summaries import HolderUse, ParkedReturn, PassThrough, SelfStore
@@ -152,7 +152,21 @@ def imported_declarations(
         if relevant and entry.depth < MAX_IMPORT_DEPTH:
             for base in sorted({base for d in declarations if isinstance(d, ClassDecl) for base in d.bases}):
                 want(base, entry.depth + 1)  # where its classes' bases are declared
+            for name in sorted(_imported_type_names(declarations, names)):
+                want(name, entry.depth + 1)  # where a type it imports is declared: perhaps an alias of an Optional
     return found
+
+
+def _imported_type_names(declarations: Sequence[Declaration], names: Sequence[str]) -> set[str]:
+    """The imported names a module's declarations give as a type that is not plainly Optional, where the
+    module imports them by name (`from .kv_types import MaybeKV`) and they are no configured name: each may be
+    a type alias of one (`kv_types.MaybeKV: TypeAlias = Optional[KVConnectorOutput]`)."""
+    imported = {target for decl in declarations if isinstance(decl, ModuleDecl) for _, target in decl.aliases}
+    types = [decl.returns for decl in declarations if isinstance(decl, FunctionDecl) and decl.returns is not None]
+    types += [decl.type for decl in declarations if isinstance(decl, GlobalDecl)]
+    types += [type_ for decl in declarations if isinstance(decl, ClassDecl) for _, type_ in decl.members]
+    return {type_.name for type_ in types if type_.kind == "class" and not type_.optional
+            and type_.name in imported and not matches(type_.name, names)}
 
 
 def _called_definitions(data: bytes, names: Iterable[str]) -> bytes:

@@ -290,6 +290,13 @@ class Expressions:
                 self.eval(part.value, state)
         return UNTRACKED
 
+    def _module_global(self, node: ast.Attribute, code: str, state: NullnessState) -> Value | None:
+        """What an imported module declares of its global (`from vllm_plugin import kv_utils`: `kv_utils.LAST`,
+        declared `LAST: KVConnectorOutput | None`)."""
+        resolved = self.resolve(node, state)
+        declared = self.context.index.global_type(resolved) if resolved and "." in resolved else None
+        return self._typed_value(declared, f"`{code}`", declared_by=resolved or "") if declared is not None else None
+
     def _global_value(self, name: str) -> Value | None:
         """A module global's declared value (this module's, or imported from another of the tree)."""
         if name in self.context.local_definitions:
@@ -376,6 +383,8 @@ class Expressions:
             value = state.values[key]
         else:
             value = self.declared_attribute(receiver, attr, f"`{code}`")
+            if value is None and not receiver.cls and key is not None and isinstance(node, ast.Attribute):
+                value = self._module_global(node, code, state)  # `kv_utils.LAST`, a global of an imported module
             if value is not None and key is not None:
                 self.context.declared_defaults[key] = value
             elif value is None and receiver.cls and self.context.index.method(receiver.cls, attr) is not None:
