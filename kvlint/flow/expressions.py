@@ -14,6 +14,7 @@ from kvlint.flow.recording import site_invariant
 from kvlint.flow.state import (
     evolve,
     FRESH,
+    NONE,
     UNTRACKED,
     Nullness,
     NullnessState,
@@ -279,7 +280,7 @@ class Expressions:
 
     @staticmethod
     def _expr_Constant(node: ast.Constant, state: NullnessState) -> Value:
-        return Value(Nullness.NONE) if node.value is None else UNTRACKED
+        return NONE if node.value is None else UNTRACKED
 
     def _expr_JoinedStr(self, node: ast.JoinedStr, state: NullnessState) -> Value:
         for part in node.values:  # the replacement fields; not the ones nested in a format spec (`{x:{width}}`)
@@ -724,12 +725,11 @@ class Expressions:
     def _container_method(
         self, node: ast.Call, name: str, receiver: Value, args: list[Value], state: NullnessState
     ) -> Value | None:
-        none = Value(Nullness.NONE)
         if name in ("get", "pop") and receiver.item is not None:
             default_none = len(args) < 2 or args[1].nullness is Nullness.NONE
             if name == "pop" and len(args) < 2:
                 return receiver.item
-            optional = join_values(receiver.item, none) if default_none else join_values(receiver.item, args[1])
+            optional = join_values(receiver.item, NONE) if default_none else join_values(receiver.item, args[1])
             return evolve(optional, origin=optional.origin or f"`{self.context.source.code(node)}`")
         if name == "values" and receiver.item is not None:
             return Value(Nullness.NOT_NONE, element=receiver.item)

@@ -104,6 +104,7 @@ class Value:
 
 UNTRACKED = Value(Nullness.UNKNOWN)
 FRESH = Value(Nullness.NOT_NONE)  # a new object we know nothing else about
+NONE = Value(Nullness.NONE)  # `None` itself (a value is immutable: one serves every `return` and `None` literal)
 
 
 def _join_optional(a: Value | None, b: Value | None) -> Value | None:
