@@ -190,7 +190,7 @@ def prepare_source(
     prepared.imports = ImportTable.from_statements(statements, module_name, is_package)
     prepared.declarations = module_declarations(
         tree, module_name, prepared.imports, config.empty_sentinels, *producer_facts_wanted(text, config),
-        config.optional_fields, text,
+        config.optional_fields, text, statements,
     )
     _module_names(prepared, config, statements)
     prepared.segments = _segments(tree)
