@@ -34,8 +34,8 @@ from kvlint.binding.annotations import AnnotationKind, classify_annotation
 from kvlint.binding.markers import misplaced_markers
 from kvlint.binding.names import ImportTable, first_line, walk_statements
 from kvlint.noqa import NoqaLines, is_suppressed
-from kvlint.rules import INTERNAL_ERROR, RULES, SYNTAX_ERROR, INEFFECTIVE_MARKER, site_rules
-from kvlint.sites import Site, Span
+from kvlint.rules import INTERNAL_ERROR, JUDGED_SITE_KINDS, RULES, SYNTAX_ERROR, INEFFECTIVE_MARKER, site_rules
+from kvlint.sites import Site, SiteKind, Span
 from kvlint.source import (
     SourceError, decode_source, parse_source, parsed_batches, parses_in_batches, reject_nul, split_lines,
 )
@@ -430,6 +430,7 @@ def analyse_prepared(
     extra_names: Sequence[str] = (),
     suppress: bool = True,
     fixes: bool | Collection[str] = True,
+    sites: bool = True,
 ) -> FileReport:
     """The costly stage: the flow analysis over the relevant units (`_sites`), then `judge`.
 
@@ -439,6 +440,8 @@ def analyse_prepared(
     drop, for a host that applies its own (flake8); the test-code policy still applies.
     `fixes=False` builds no fix, for a host that shows none (flake8, mypy): libcst is then never imported; a
     collection of codes builds the fixes of those rules' findings alone (what a report shows, `kvlint.cli.check`).
+    `sites=False`, for a report of findings alone (`kvlint check`): the analysis records only the kinds of site a
+    rule judges (`rules.JUDGED_SITE_KINDS`), and the report holds only those.
     """
     if not suppress:
         config = dataclasses.replace(config, select=(), ignore=(), per_file_ignores=())
@@ -450,7 +453,8 @@ def analyse_prepared(
         return FileReport(prepared.display_path)
     try:
         names = (*extra_names, *index.candidate_names())
-        sites, markers, fix_context = _run_with_deep_stack(lambda: _sites(prepared, config, index, names))
+        kinds = None if sites else JUDGED_SITE_KINDS
+        found, markers, fix_context = _run_with_deep_stack(lambda: _sites(prepared, config, index, names, kinds))
     except SourceError as exc:
         finding = Finding(prepared.display_path, exc.line, exc.column, SYNTAX_ERROR, exc.message, exc.line, exc.column)
         return FileReport(prepared.display_path, findings=tuple(_unsuppressed([finding], prepared, config, suppress)))
@@ -460,7 +464,7 @@ def analyse_prepared(
         finding = Finding(prepared.display_path, 1, 0, INTERNAL_ERROR, message, 1, 0)
         return FileReport(prepared.display_path, findings=(finding,), traceback=traceback.format_exc())
     codes = None if isinstance(fixes, bool) else fixes
-    return judge(prepared, config, sites, markers, fix_context if fixes else None, suppress, codes)
+    return judge(prepared, config, found, markers, fix_context if fixes else None, suppress, codes)
 
 
 def judge(
@@ -525,10 +529,11 @@ def _with_fixes(
 
 
 def _sites(
-    prepared: PreparedFile, config: Config, index: TreeIndex, names: Sequence[str]
+    prepared: PreparedFile, config: Config, index: TreeIndex, names: Sequence[str],
+    kinds: frozenset[SiteKind] | None = None,
 ) -> tuple[list[Site], dict[Span, tuple[str, tuple[str, ...], str]], Callable[[], FileFixes]]:
-    """The file's sites, its markers that name no invariant (KVC101), and how to build the context its fixes are
-    made in (only a file with findings does)."""
+    """The file's sites (of `kinds` alone when given), its markers that name no invariant (KVC101), and how to
+    build the context its fixes are made in (only a file with findings does)."""
     from kvlint.flow import FlowAnalysis
     from kvlint.flow.source import SourceText, parsed_batches
 
@@ -556,7 +561,8 @@ def _sites(
     source = SourceText(parsed, line_map)
 
     def analysis() -> FlowAnalysis:
-        return FlowAnalysis(source, prepared.imports, index, config, prepared.module_name, prepared.declarations)
+        return FlowAnalysis(source, prepared.imports, index, config, prepared.module_name, prepared.declarations,
+                            kinds)
 
     if batches is None:  # a batch of top-level units at a time (issue 27: memory per finding)
         starts = {first for first, _, parent in prepared.segments if parent < 0}  # the top-level statements'

@@ -125,3 +125,34 @@ def test_the_audit_knows_every_rule() -> None:
 def test_the_faces_that_show_the_engine_s_findings_know_every_rule(face: str) -> None:
     """flake8 and the editor show what the engine reports on the text they hold, and nothing else."""
     assert faces_of(face) == {rule.code for rule in site_rules()} | ENGINE_FILE_CODES
+
+
+def test_each_rule_judges_only_the_kinds_of_site_it_declares() -> None:
+    """A run that reports only findings records only `JUDGED_SITE_KINDS` (`analyse_prepared(sites=False)`): a
+    rule's check must flag no site of a kind it does not declare, here over every site of every fixture file, and
+    pass each site it flags once given any other kind; and such a run finds what the full one finds."""
+    import dataclasses
+
+    from kvlint.config import Config
+    from kvlint.rules import JUDGED_SITE_KINDS
+    from kvlint.running.runner import run
+    from kvlint.sites import SiteKind
+
+    full = run([ROOT / "fixtures"], Config(), jobs=1, everything=True)
+    sites = [site for report in full.reports for site in report.sites]
+    assert {site.kind for site in sites} == set(SiteKind)  # the fixtures hold every kind
+    flagged = 0
+    for rule in site_rules():
+        assert rule.site_kinds, rule.code
+        for site in sites:
+            if rule.check(site) is None:
+                continue
+            flagged += 1
+            assert site.kind in rule.site_kinds, (rule.code, site)
+            for kind in set(SiteKind) - rule.site_kinds:
+                assert rule.check(dataclasses.replace(site, kind=kind)) is None, (rule.code, kind)
+    assert flagged > 50
+    assert JUDGED_SITE_KINDS == {kind for rule in site_rules() for kind in rule.site_kinds} != set(SiteKind)
+    findings_only = run([ROOT / "fixtures"], Config(), jobs=1, everything=True, sites=False)
+    assert findings_only.findings == full.findings and findings_only.findings
+    assert findings_only.reports == [dataclasses.replace(report, sites=()) for report in full.reports]

@@ -43,8 +43,10 @@ class FlowAnalysis:
         config: Config,
         module_name: str,
         own_declarations: Sequence[Declaration] = (),
+        kinds: frozenset[SiteKind] | None = None,
     ) -> None:
-        self.context = context = FlowContext(source, imports, index, config, module_name, own_declarations)
+        """`kinds`: the kinds of site to record (None: every kind)."""
+        self.context = context = FlowContext(source, imports, index, config, module_name, own_declarations, kinds)
         # the `# kvlint: connector-path[...]` markers that name what is no invariant here: where -> the marker,
         # those names, the marked function
         self.unknown_markers: dict[Span, tuple[str, tuple[str, ...], str]] = {}

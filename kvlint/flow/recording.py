@@ -74,7 +74,7 @@ class Recorder:
         """Record a site of `invariant` (the first one when not known) and return its key; with `state`,
         its connector-path facts are that invariant's there."""
         context = self.context
-        if not context.recording:
+        if not context.recording or context.kinds is not None and kind not in context.kinds:
             return None
         invariants = context.invariants
         found = invariants.by_name.get(invariant) or invariants.by_name.get(invariants.first)

@@ -80,3 +80,7 @@ def rule_docs_markdown() -> str:
 def site_rules() -> Iterable[Rule]:
     """The rules that judge sites (not the file-level KVC9xx diagnostics)."""
     return (rule for rule in RULES.values() if rule.check is not None)
+
+
+# the kinds of site some rule judges: what an analysis for findings alone records (`engine.analyse_prepared`)
+JUDGED_SITE_KINDS = frozenset(kind for rule in site_rules() for kind in rule.site_kinds)

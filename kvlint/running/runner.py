@@ -603,7 +603,7 @@ def _ready(args: _Task) -> PreparedFile:
 def _analyse_ready(prepared: PreparedFile, args: _Task) -> FileReport:
     _, config, names, suppress, fixes, sites = args
     index: TreeIndex = shared_with_workers()
-    report = analyse_prepared(prepared, config, index, names, suppress, fixes)
+    report = analyse_prepared(prepared, config, index, names, suppress, fixes, sites)
     return report if sites else report.without_sites()
 
 
