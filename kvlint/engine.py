@@ -742,7 +742,7 @@ def _unsuppressed(
         if not config.is_enabled(finding.code):
             continue
         if ignored is None:
-            ignored = tuple(config.silenced_for(Path(prepared.display_path)))
+            ignored = tuple(config.silenced_for(prepared.display_path))  # a `Path` would be built for nothing
         if finding.code.startswith(ignored):
             continue
         if has_noqa:
