@@ -34,7 +34,9 @@ from kvlint.binding.annotations import AnnotationKind, classify_annotation
 from kvlint.binding.markers import misplaced_markers
 from kvlint.binding.names import ImportTable, first_line, walk_statements
 from kvlint.noqa import NoqaLines, is_suppressed
-from kvlint.rules import INTERNAL_ERROR, JUDGED_SITE_KINDS, RULES, SYNTAX_ERROR, INEFFECTIVE_MARKER, site_rules
+from kvlint.rules import (
+    INTERNAL_ERROR, JUDGED_SITE_KINDS, MAYBE_NONE_KINDS, RULES, SYNTAX_ERROR, INEFFECTIVE_MARKER, site_rules,
+)
 from kvlint.sites import Site, SiteKind, Span
 from kvlint.source import (
     SourceError, decode_source, parse_source, parsed_batches, parses_in_batches, reject_nul, split_lines,
@@ -440,8 +442,9 @@ def analyse_prepared(
     drop, for a host that applies its own (flake8); the test-code policy still applies.
     `fixes=False` builds no fix, for a host that shows none (flake8, mypy): libcst is then never imported; a
     collection of codes builds the fixes of those rules' findings alone (what a report shows, `kvlint.cli.check`).
-    `sites=False`, for a report of findings alone (`kvlint check`): the analysis records only the kinds of site a
-    rule judges (`rules.JUDGED_SITE_KINDS`), and the report holds only those.
+    `sites=False`, for a report of findings alone (`kvlint check`): the analysis records only the sites a rule may
+    flag (of the kinds `rules.JUDGED_SITE_KINDS`, not proven non-None where only that is flagged:
+    `rules.MAYBE_NONE_KINDS`), and the report holds only those.
     """
     if not suppress:
         config = dataclasses.replace(config, select=(), ignore=(), per_file_ignores=())
@@ -532,8 +535,8 @@ def _sites(
     prepared: PreparedFile, config: Config, index: TreeIndex, names: Sequence[str],
     kinds: frozenset[SiteKind] | None = None,
 ) -> tuple[list[Site], dict[Span, tuple[str, tuple[str, ...], str]], Callable[[], FileFixes]]:
-    """The file's sites (of `kinds` alone when given), its markers that name no invariant (KVC101), and how to
-    build the context its fixes are made in (only a file with findings does)."""
+    """The file's sites (given `kinds`, only those a rule may flag: `analyse_prepared`), its markers that name no
+    invariant (KVC101), and how to build the context its fixes are made in (only a file with findings does)."""
     from kvlint.flow import FlowAnalysis
     from kvlint.flow.source import SourceText, parsed_batches
 
@@ -562,7 +565,7 @@ def _sites(
 
     def analysis() -> FlowAnalysis:
         return FlowAnalysis(source, prepared.imports, index, config, prepared.module_name, prepared.declarations,
-                            kinds)
+                            kinds, MAYBE_NONE_KINDS if kinds is not None else frozenset())
 
     if batches is None:  # a batch of top-level units at a time (issue 27: memory per finding)
         starts = {first for first, _, parent in prepared.segments if parent < 0}  # the top-level statements'

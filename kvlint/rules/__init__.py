@@ -84,3 +84,9 @@ def site_rules() -> Iterable[Rule]:
 
 # the kinds of site some rule judges: what an analysis for findings alone records (`engine.analyse_prepared`)
 JUDGED_SITE_KINDS = frozenset(kind for rule in site_rules() for kind in rule.site_kinds)
+# of those, the kinds every rule of which flags only what may be None: such an analysis records none of them the
+# flow proved non-None (a guarded dereference)
+MAYBE_NONE_KINDS = frozenset(
+    kind for kind in JUDGED_SITE_KINDS
+    if all(rule.maybe_none_only for rule in site_rules() if kind in rule.site_kinds)
+)

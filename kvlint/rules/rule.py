@@ -33,6 +33,7 @@ class Rule:
     # the kinds of site `check` judges (it passes every other): a run that reports only findings records no other
     # kind (`engine.analyse_prepared`'s `sites`; tests/test_rules.py holds each rule to what it declares)
     site_kinds: frozenset[SiteKind] = frozenset()
+    maybe_none_only: bool = False  # `check` flags only a site the flow could not prove non-None (`may_be_none`)
     # the fix of a finding at a site, built only for findings; raises `NoFix` saying why there is none
     fix: Callable[[Site, FixContext], Fix] | None = None
     fix_doc: str = ""  # what the fix does and when it is safe
