@@ -204,3 +204,20 @@ def test_a_site_left_unrecorded_still_replaces_what_its_key_held() -> None:
     for sites in (True, False):
         report = analyse_prepared(prepare_source(source, "m.py", config, "m"), config, index, sites=sites)
         assert [(finding.line, finding.code) for finding in report.findings] == [(7, "KVC005")], sites
+
+
+def test_the_registry_holds_every_rule_module_of_the_package() -> None:
+    """`RULES` comes from a listing of the package's directory: it holds the rules of every `kvcNNN_*` module
+    `pkgutil` finds there, in the order of the modules' names."""
+    import importlib
+    import pkgutil
+
+    import kvlint.rules
+
+    names = sorted(m.name for m in pkgutil.iter_modules(kvlint.rules.__path__) if m.name.startswith("kvc"))
+    assert len(names) >= 9
+    expected = []
+    for name in names:
+        module = importlib.import_module(f"kvlint.rules.{name}")
+        expected += getattr(module, "RULES", None) or [module.RULE]
+    assert list(RULES.values()) == expected

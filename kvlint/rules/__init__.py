@@ -16,12 +16,14 @@ _RULE_MODULE = re.compile(r"kvc[0-9]")  # kvc001_unguarded_dereference, ..., kvc
 
 def _load() -> dict[str, Rule]:
     """Every rule module of this package (`kvcNNN_name.py`, holding `RULE` or a tuple `RULES`), in the order of
-    their names: adding a rule is adding its module."""
+    their names: adding a rule is adding its module. The package's directory is listed, not walked with
+    `pkgutil` (whose import is 14 M instructions of every run's start-up)."""
     import importlib
-    import pkgutil
+    import os
 
+    found = {entry[:-3] for directory in __path__ for entry in os.listdir(directory) if entry.endswith(".py")}
     rules: list[Rule] = []
-    for name in sorted(module.name for module in pkgutil.iter_modules(__path__) if _RULE_MODULE.match(module.name)):
+    for name in sorted(name for name in found if _RULE_MODULE.match(name)):
         module = importlib.import_module(f"{__name__}.{name}")
         rules += getattr(module, "RULES", None) or [module.RULE]
     return {rule.code: rule for rule in rules}
