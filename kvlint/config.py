@@ -135,7 +135,7 @@ class Config:
         ignored = _longest_prefix(code, self.ignore)
         return ignored is None or selected > ignored
 
-    def ignored_for(self, path: Path) -> frozenset[str]:
+    def ignored_for(self, path: Path | str) -> frozenset[str]:
         """Return the codes and prefixes that per-file-ignores silence for `path`."""
         codes: set[str] = set()
         for pattern, pattern_codes in self.per_file_ignores:
@@ -153,7 +153,7 @@ class Config:
             return frozenset()
         return frozenset(self.test_ignore)
 
-    def silenced_for(self, path: Path) -> frozenset[str]:
+    def silenced_for(self, path: Path | str) -> frozenset[str]:
         """Return every code and prefix not reported in `path`: per-file-ignores plus the test-code policy.
 
         The one question each face's suppression step asks; `select` cannot re-enable these.
@@ -238,28 +238,45 @@ def _segment_starts(pattern: str, segment: str) -> list[int]:
 def _path_matches(path: Path | str, patterns: Sequence[str], root: str) -> bool:
     """Match `path` or a directory of it below `root` against exclude-style patterns."""
     absolute = os.path.abspath(path)
-    name_patterns, path_patterns, absolute_patterns = _compiled_patterns(tuple(patterns))
+    patterns = tuple(patterns)
+    name_patterns, _, absolute_patterns = _compiled_patterns(patterns)
     if absolute_patterns[0] is not None and _any_match(Path(absolute).as_posix(), absolute_patterns):
         return True
-    try:
-        relative = os.path.relpath(absolute, root)
-    except ValueError:
-        relative = os.pardir
+    relative = _relative(absolute, root)
     if relative == os.pardir or relative.startswith(os.pardir + os.sep):
         return _any_match(os.path.basename(absolute), name_patterns)
     if relative == os.curdir:
         return False
-    parts = relative.split(os.sep)
-    for depth in range(len(parts), 0, -1):
-        if _any_match(parts[depth - 1], name_patterns):
-            return True
-        if _any_match("/".join(parts[:depth]), path_patterns):
-            return True
-        if absolute_patterns[0] is not None and _any_match(
-            Path(root, *parts[:depth]).as_posix(), absolute_patterns
-        ):
-            return True
-    return False
+    directory = os.path.dirname(relative)
+    return _level_matches(relative, patterns, root) or bool(directory) and _directory_matches(directory, patterns, root)
+
+
+@functools.lru_cache(maxsize=4096)
+def _directory_matches(relative: str, patterns: tuple[str, ...], root: str) -> bool:
+    """`_path_matches` of a directory below `root` (`relative` to it, not "."): the same for every file in it, so
+    worked out once per directory (`kvlint check` asks it of each file with a finding)."""
+    parent = os.path.dirname(relative)
+    return _level_matches(relative, patterns, root) or bool(parent) and _directory_matches(parent, patterns, root)
+
+
+def _level_matches(relative: str, patterns: tuple[str, ...], root: str) -> bool:
+    """Whether the file or directory `relative` to `root` matches a pattern by itself (its name, its path below
+    `root` or its absolute path), whatever the directories it is in do."""
+    name_patterns, path_patterns, absolute_patterns = _compiled_patterns(patterns)
+    return (_any_match(os.path.basename(relative), name_patterns)
+            or _any_match(relative.replace(os.sep, "/"), path_patterns)
+            or absolute_patterns[0] is not None and _any_match(Path(root, relative).as_posix(), absolute_patterns))
+
+
+def _relative(absolute: str, root: str) -> str:
+    """`os.path.relpath(absolute, root)` of two normalised absolute paths (`os.pardir` where there is none): below
+    the root, the rest of the path, without relpath's splitting of both."""
+    if absolute.startswith(root) and absolute[len(root):len(root) + 1] == os.sep and not root.endswith(os.sep):
+        return absolute[len(root) + 1:]
+    try:
+        return os.path.relpath(absolute, root)
+    except ValueError:
+        return os.pardir
 
 
 _MAX_EXPANDED_GLOBSTARS = 3  # a pattern with more `**/` parts is matched by `_Glob`, not by 2^n regex variants

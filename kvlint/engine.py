@@ -16,11 +16,11 @@ import bisect
 import dataclasses
 import functools
 import os
+import queue
 import re
 import sys
 import threading
 import traceback
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,8 +34,10 @@ from kvlint.binding.annotations import AnnotationKind, classify_annotation
 from kvlint.binding.markers import misplaced_markers
 from kvlint.binding.names import ImportTable, first_line, matches, walk_statements
 from kvlint.noqa import NoqaLines, is_suppressed
-from kvlint.rules import INTERNAL_ERROR, RULES, SYNTAX_ERROR, INEFFECTIVE_MARKER, site_rules
-from kvlint.sites import Site, Span
+from kvlint.rules import (
+    INTERNAL_ERROR, JUDGED_SITE_KINDS, MAYBE_NONE_KINDS, RULES, SYNTAX_ERROR, INEFFECTIVE_MARKER, site_rules,
+)
+from kvlint.sites import Site, SiteKind, Span
 from kvlint.source import (
     SourceError, decode_source, parse_source, parsed_batches, parses_in_batches, reject_nul, split_lines,
 )
@@ -190,7 +192,7 @@ def prepare_source(
     prepared.imports = ImportTable.from_statements(statements, module_name, is_package)
     prepared.declarations = module_declarations(
         tree, module_name, prepared.imports, config.empty_sentinels, *producer_facts_wanted(text, config),
-        config.optional_fields, text,
+        config.optional_fields, text, statements,
     )
     _module_names(prepared, config, statements)
     prepared.segments = _segments(tree)
@@ -430,6 +432,7 @@ def analyse_prepared(
     extra_names: Sequence[str] = (),
     suppress: bool = True,
     fixes: bool | Collection[str] = True,
+    sites: bool = True,
 ) -> FileReport:
     """The costly stage: the flow analysis over the relevant units (`_sites`), then `judge`.
 
@@ -439,6 +442,9 @@ def analyse_prepared(
     drop, for a host that applies its own (flake8); the test-code policy still applies.
     `fixes=False` builds no fix, for a host that shows none (flake8, mypy): libcst is then never imported; a
     collection of codes builds the fixes of those rules' findings alone (what a report shows, `kvlint.cli.check`).
+    `sites=False`, for a report of findings alone (`kvlint check`): the analysis records only the sites a rule may
+    flag (of the kinds `rules.JUDGED_SITE_KINDS`, not proven non-None where only that is flagged:
+    `rules.MAYBE_NONE_KINDS`), and the report holds only those.
     """
     if not suppress:
         config = dataclasses.replace(config, select=(), ignore=(), per_file_ignores=())
@@ -450,7 +456,8 @@ def analyse_prepared(
         return FileReport(prepared.display_path)
     try:
         names = (*extra_names, *index.candidate_names(), *_reexported_names(prepared, config, index))
-        sites, markers, fix_context = _run_with_deep_stack(lambda: _sites(prepared, config, index, names))
+        kinds = None if sites else JUDGED_SITE_KINDS
+        found, markers, fix_context = _run_with_deep_stack(lambda: _sites(prepared, config, index, names, kinds))
     except SourceError as exc:
         finding = Finding(prepared.display_path, exc.line, exc.column, SYNTAX_ERROR, exc.message, exc.line, exc.column)
         return FileReport(prepared.display_path, findings=tuple(_unsuppressed([finding], prepared, config, suppress)))
@@ -460,7 +467,7 @@ def analyse_prepared(
         finding = Finding(prepared.display_path, 1, 0, INTERNAL_ERROR, message, 1, 0)
         return FileReport(prepared.display_path, findings=(finding,), traceback=traceback.format_exc())
     codes = None if isinstance(fixes, bool) else fixes
-    return judge(prepared, config, sites, markers, fix_context if fixes else None, suppress, codes)
+    return judge(prepared, config, found, markers, fix_context if fixes else None, suppress, codes)
 
 
 def _reexported_names(prepared: PreparedFile, config: Config, index: TreeIndex) -> tuple[str, ...]:
@@ -536,10 +543,11 @@ def _with_fixes(
 
 
 def _sites(
-    prepared: PreparedFile, config: Config, index: TreeIndex, names: Sequence[str]
+    prepared: PreparedFile, config: Config, index: TreeIndex, names: Sequence[str],
+    kinds: frozenset[SiteKind] | None = None,
 ) -> tuple[list[Site], dict[Span, tuple[str, tuple[str, ...], str]], Callable[[], FileFixes]]:
-    """The file's sites, its markers that name no invariant (KVC101), and how to build the context its fixes are
-    made in (only a file with findings does)."""
+    """The file's sites (given `kinds`, only those a rule may flag: `analyse_prepared`), its markers that name no
+    invariant (KVC101), and how to build the context its fixes are made in (only a file with findings does)."""
     from kvlint.flow import FlowAnalysis
     from kvlint.flow.source import SourceText, parsed_batches
 
@@ -567,7 +575,8 @@ def _sites(
     source = SourceText(parsed, line_map)
 
     def analysis() -> FlowAnalysis:
-        return FlowAnalysis(source, prepared.imports, index, config, prepared.module_name, prepared.declarations)
+        return FlowAnalysis(source, prepared.imports, index, config, prepared.module_name, prepared.declarations,
+                            kinds, MAYBE_NONE_KINDS if kinds is not None else frozenset())
 
     if batches is None:  # a batch of top-level units at a time (issue 27: memory per finding)
         starts = {first for first, _, parent in prepared.segments if parent < 0}  # the top-level statements'
@@ -645,7 +654,38 @@ def _source_line(prepared: PreparedFile, line: int) -> str:
     return prepared.lines[line - 1].rstrip("\r\n") if 0 < line <= len(prepared.lines) else ""
 
 
-_analysis_executor: ThreadPoolExecutor | None = None
+class _AnalysisThread:
+    """One thread that runs the work handed to it, one piece at a time, and hands back what it returned or
+    raised (what `concurrent.futures.ThreadPoolExecutor(max_workers=1)` did, without importing `concurrent` and
+    `logging` into every run: 15 M instructions of a run's start-up)."""
+
+    def __init__(self) -> None:
+        self._work: queue.SimpleQueue[tuple[Callable[[], object], queue.SimpleQueue[tuple[bool, object]]]] = (
+            queue.SimpleQueue()
+        )
+        thread = threading.Thread(target=self._serve, name="kvlint-analysis", daemon=True)
+        thread.start()  # RuntimeError where no thread can start
+        self.ident = thread.ident or 0
+
+    def _serve(self) -> None:
+        while True:
+            work, answer = self._work.get()
+            try:
+                answer.put((True, work()))
+            except BaseException as exc:  # noqa: BLE001 - raised again in the thread that handed the work over
+                answer.put((False, exc))
+            del work, answer
+
+    def run(self, work: Callable[[], object]) -> object:
+        answer: queue.SimpleQueue[tuple[bool, object]] = queue.SimpleQueue()
+        self._work.put((work, answer))
+        returned, value = answer.get()
+        if not returned:
+            raise value  # type: ignore[misc]
+        return value
+
+
+_analysis_executor: _AnalysisThread | None = None
 _analysis_thread = 0  # the analysis thread's `threading.get_ident()` (0: none yet)
 
 
@@ -679,8 +719,8 @@ def _run_with_deep_stack(work):  # type: ignore[no-untyped-def]
         previous = threading.stack_size()
         threading.stack_size(ANALYSIS_STACK_BYTES)
         try:
-            executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvlint-analysis")
-            _analysis_thread = executor.submit(threading.get_ident).result()  # started while the size is set
+            executor = _AnalysisThread()  # started while the size is set
+            _analysis_thread = executor.ident
             _analysis_executor = executor
         except RuntimeError:  # no thread can start (a process limit): here, with the ordinary recursion limit
             return _shallow(work)
@@ -696,7 +736,7 @@ def _run_with_deep_stack(work):  # type: ignore[no-untyped-def]
             sys.setrecursionlimit(limit)
 
     try:
-        return _analysis_executor.submit(guarded).result()
+        return _analysis_executor.run(guarded)
     except RecursionError:
         raise SourceError("cannot parse: too deeply nested for kvlint to analyse") from None
 
@@ -747,7 +787,7 @@ def _unsuppressed(
         if not config.is_enabled(finding.code):
             continue
         if ignored is None:
-            ignored = tuple(config.silenced_for(Path(prepared.display_path)))
+            ignored = tuple(config.silenced_for(prepared.display_path))  # a `Path` would be built for nothing
         if finding.code.startswith(ignored):
             continue
         if has_noqa:

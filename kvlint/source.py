@@ -131,19 +131,23 @@ def split_lines(text: str) -> list[str]:
     return _LINE.findall(text)
 
 
+_WIDE_BOMS = (  # the UTF-32 marks first: each starts with a UTF-16 one
+    (codecs.BOM_UTF32_LE, "UTF-32"),
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+)
+_WIDE_BOM_MARKS = tuple(bom for bom, _ in _WIDE_BOMS)
+
+
 def decode_source(data: bytes) -> str:
     """Decode source bytes as Python does (BOM, coding cookie, UTF-8 default)."""
-    for bom, name in (
-        (codecs.BOM_UTF32_LE, "UTF-32"),
-        (codecs.BOM_UTF32_BE, "UTF-32"),
-        (codecs.BOM_UTF16_LE, "UTF-16"),
-        (codecs.BOM_UTF16_BE, "UTF-16"),
-    ):
-        if data.startswith(bom):
-            raise SourceError(
-                f"cannot decode: {name} (byte order mark); Python source must be UTF-8 "
-                "or an ASCII-compatible encoding named in a coding cookie"
-            )
+    if data.startswith(_WIDE_BOM_MARKS):  # one test for the four
+        name = next(name for bom, name in _WIDE_BOMS if data.startswith(bom))
+        raise SourceError(
+            f"cannot decode: {name} (byte order mark); Python source must be UTF-8 "
+            "or an ASCII-compatible encoding named in a coding cookie"
+        )
     reject_nul(data)
     encoding = "utf-8-sig" if data.startswith(codecs.BOM_UTF8) else "utf-8"
     cookie = coding_cookie(data)
@@ -167,6 +171,7 @@ def decode_source(data: bytes) -> str:
 
 
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+_BLANK_OR_COMMENT = re.compile(rb"^[ \t\f]*(?:[#\r]|$)")  # a first line the cookie may follow
 
 
 def coding_cookie(data: bytes) -> str | None:
@@ -176,7 +181,7 @@ def coding_cookie(data: bytes) -> str | None:
         match = _COOKIE.match(line)
         if match:
             return match.group(1).decode("ascii", "replace")
-        if number == 0 and not re.match(rb"^[ \t\f]*(?:[#\r]|$)", line):
+        if number == 0 and not _BLANK_OR_COMMENT.match(line):
             break  # the cookie may sit on line 2 only when line 1 is blank or a comment
     return None
 

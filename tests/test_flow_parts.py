@@ -195,6 +195,30 @@ def test_evolve_copies_as_dataclasses_replace_does():
     assert evolve(Derived(1), base=4).double == 8  # `__post_init__` runs again, as `dataclasses.replace` has it
 
 
+def test_a_value_is_made_as_the_frozen_dataclass_makes_it():
+    """`Value.__init__` fills the instance's `__dict__` itself: every field as given or its default, in the fields'
+    order, an unknown field refused, and the value frozen all the same."""
+    import dataclasses
+
+    from kvlint.flow.state import Nullness, Value
+
+    value = Value(Nullness.MAYBE_NONE, connector_output=True, origin="`out.kv_connector_output`", invariant="kv")
+    fields = dataclasses.fields(Value)
+    assert list(vars(value)) == [field.name for field in fields]
+    given = {"nullness": Nullness.MAYBE_NONE, "connector_output": True, "origin": "`out.kv_connector_output`",
+             "invariant": "kv"}
+    assert {field.name: getattr(value, field.name) for field in fields} == {
+        field.name: given.get(field.name, field.default) for field in fields}
+    assert value == Value(nullness=Nullness.MAYBE_NONE, invariant="kv", origin="`out.kv_connector_output`",
+                          connector_output=True)
+    assert dataclasses.replace(value, guard="checked").guard == "checked"
+    assert hash(value) == hash(dataclasses.replace(value))
+    with pytest.raises(TypeError, match="no field gaurd"):
+        Value(Nullness.NONE, gaurd="checked")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        value.origin = "changed"  # type: ignore[misc]
+
+
 def test_a_report_without_its_sites_keeps_everything_else():
     """What a check's worker sends back: the report with no sites, every other field as it was (a field added
     to `FileReport` and not copied by `without_sites` fails here)."""

@@ -242,6 +242,28 @@ def test_deep_code_that_parses_is_analysed_on_the_big_stack(nasty: Path) -> None
     assert lines[1].startswith("deep_ok.py:3:") and "KVC001" in lines[1]
 
 
+def test_the_analysis_thread_runs_each_piece_of_work_there_and_hands_back_its_answer_or_error() -> None:
+    """`engine._AnalysisThread`: one thread, not the caller's, with the large stack; what the work returns comes
+    back, what it raises is raised in the caller, and the thread serves the next piece after either."""
+    import threading
+
+    from kvlint import engine
+
+    thread = engine._AnalysisThread()
+    assert thread.run(threading.get_ident) == thread.ident != threading.get_ident()
+    with pytest.raises(ZeroDivisionError):
+        thread.run(lambda: 1 / 0)
+    assert thread.run(lambda: "next") == "next"
+    assert engine._run_with_deep_stack(threading.get_ident) == engine._analysis_thread
+
+    def depth(n: int) -> int:
+        return 0 if n == 0 else 1 + depth(n - 1)
+
+    assert engine._run_with_deep_stack(lambda: depth(15_000)) == 15_000  # past the ordinary stack's reach
+    with pytest.raises(engine.SourceError, match="too deeply nested"):
+        engine._run_with_deep_stack(lambda: depth(10**6))
+
+
 def _crash_on_poison(item: tuple[str, int]) -> str:
     name, _ = item
     if name == "poison":

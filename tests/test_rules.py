@@ -125,3 +125,99 @@ def test_the_audit_knows_every_rule() -> None:
 def test_the_faces_that_show_the_engine_s_findings_know_every_rule(face: str) -> None:
     """flake8 and the editor show what the engine reports on the text they hold, and nothing else."""
     assert faces_of(face) == {rule.code for rule in site_rules()} | ENGINE_FILE_CODES
+
+
+def test_each_rule_judges_only_the_kinds_of_site_it_declares() -> None:
+    """A run that reports only findings records only `JUDGED_SITE_KINDS`, and of `MAYBE_NONE_KINDS` only what may
+    be None (`analyse_prepared(sites=False)`): a rule's check must flag no site of a kind it does not declare, nor
+    one proven non-None where it says so, here over every site of every fixture file, and pass each site it flags
+    once given any other kind (or proven); and such a run finds what the full one finds."""
+    import dataclasses
+
+    from kvlint.config import Config
+    from kvlint.rules import JUDGED_SITE_KINDS, MAYBE_NONE_KINDS
+    from kvlint.running.runner import run
+    from kvlint.sites import SiteKind
+
+    full = run([ROOT / "fixtures"], Config(), jobs=1, everything=True)
+    sites = [site for report in full.reports for site in report.sites]
+    assert {site.kind for site in sites} == set(SiteKind)  # the fixtures hold every kind
+    flagged = 0
+    for rule in site_rules():
+        assert rule.site_kinds, rule.code
+        for site in sites:
+            if rule.check(site) is None:
+                continue
+            flagged += 1
+            assert site.kind in rule.site_kinds, (rule.code, site)
+            for kind in set(SiteKind) - rule.site_kinds:
+                assert rule.check(dataclasses.replace(site, kind=kind)) is None, (rule.code, kind)
+            if rule.maybe_none_only:
+                assert site.may_be_none, (rule.code, site)
+                assert rule.check(dataclasses.replace(site, may_be_none=False, definitely_none=False)) is None
+    assert flagged > 50
+    assert JUDGED_SITE_KINDS == {kind for rule in site_rules() for kind in rule.site_kinds} != set(SiteKind)
+    assert MAYBE_NONE_KINDS == {SiteKind.DEREFERENCE}  # KVC001's and KVC005's
+    proven = [site for site in sites if site.kind is SiteKind.DEREFERENCE and not site.may_be_none]
+    assert len(proven) > 100  # what such a run does not record
+    findings_only = run([ROOT / "fixtures"], Config(), jobs=1, everything=True, sites=False)
+    assert findings_only.findings == full.findings and findings_only.findings
+    assert findings_only.reports == [dataclasses.replace(report, sites=()) for report in full.reports]
+    from kvlint.binding.tree_index import file_index
+    from kvlint.engine import analyse_prepared, prepare_source
+
+    config = Config()
+    for path in sorted(p for p in (ROOT / "fixtures").rglob("*.py") if p.is_file()):  # what such an analysis records
+        def prepared():  # type: ignore[no-untyped-def]
+            return prepare_source(path.read_bytes(), path.name, config, path.stem)
+
+        index = file_index(prepared().declarations, [prepared().text], config.payload_classes)
+        every = analyse_prepared(prepared(), config, index)
+        judged = analyse_prepared(prepared(), config, index, sites=False)
+        assert judged.findings == every.findings, path
+        assert set(judged.sites) == {
+            site for site in every.sites
+            if site.kind in JUDGED_SITE_KINDS and (site.may_be_none or site.kind not in MAYBE_NONE_KINDS)
+        }, path
+
+
+def test_a_site_left_unrecorded_still_replaces_what_its_key_held() -> None:
+    """Both operands of `&` are dereferenced at the operator's span: the second one's site replaces the first
+    one's (a maybe-None `b.finished_sending` then, not reported, where the proven one comes second). An analysis
+    for findings alone does not record the proven site, and still drops what it replaced."""
+    from kvlint.binding.tree_index import file_index
+    from kvlint.config import Config
+    from kvlint.engine import analyse_prepared, prepare_source
+
+    source = (
+        "from vllm.v1.outputs import KVConnectorOutput\n"
+        "class DenseKVOutput(KVConnectorOutput):\n"
+        "    finished_sending: set[str]\n"
+        "def merge(a: DenseKVOutput, b: KVConnectorOutput) -> set[str]:\n"
+        "    return b.finished_sending & a.finished_sending\n"
+        "def merge_other_way(a: DenseKVOutput, b: KVConnectorOutput) -> set[str]:\n"
+        "    return a.finished_sending & b.finished_sending\n"
+    )
+    config = Config()
+    prepared = prepare_source(source, "m.py", config, "m")
+    index = file_index(prepared.declarations, [prepared.text], config.payload_classes)
+    for sites in (True, False):
+        report = analyse_prepared(prepare_source(source, "m.py", config, "m"), config, index, sites=sites)
+        assert [(finding.line, finding.code) for finding in report.findings] == [(7, "KVC005")], sites
+
+
+def test_the_registry_holds_every_rule_module_of_the_package() -> None:
+    """`RULES` comes from a listing of the package's directory: it holds the rules of every `kvcNNN_*` module
+    `pkgutil` finds there, in the order of the modules' names."""
+    import importlib
+    import pkgutil
+
+    import kvlint.rules
+
+    names = sorted(m.name for m in pkgutil.iter_modules(kvlint.rules.__path__) if m.name.startswith("kvc"))
+    assert len(names) >= 9
+    expected = []
+    for name in names:
+        module = importlib.import_module(f"kvlint.rules.{name}")
+        expected += getattr(module, "RULES", None) or [module.RULE]
+    assert list(RULES.values()) == expected

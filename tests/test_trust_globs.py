@@ -129,3 +129,56 @@ def test_the_flake8_face_finishes_too(tmp_path: Path) -> None:
     except subprocess.TimeoutExpired:
         pytest.fail("flake8 --select KVC hangs on a glob with many `**/` parts")
     assert "KVC001" in completed.stdout, completed.stdout + completed.stderr
+
+
+def _every_level_matches(path: str, patterns: tuple[str, ...], root: str) -> bool:
+    """What `_path_matches` means, spelled as it was before it asked a directory's levels once per directory: the
+    path's name, its path below the root and its absolute path, then its directories' the same way, up to the root."""
+    import os
+
+    from kvlint.config import _any_match, _compiled_patterns
+
+    absolute = os.path.abspath(path)
+    names, paths, absolutes = _compiled_patterns(patterns)
+    if absolutes[0] is not None and _any_match(Path(absolute).as_posix(), absolutes):
+        return True
+    relative = os.path.relpath(absolute, root)
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+        return _any_match(os.path.basename(absolute), names)
+    if relative == os.curdir:
+        return False
+    parts = relative.split(os.sep)
+    return any(
+        _any_match(parts[depth - 1], names) or _any_match("/".join(parts[:depth]), paths)
+        or absolutes[0] is not None and _any_match(Path(root, *parts[:depth]).as_posix(), absolutes)
+        for depth in range(len(parts), 0, -1)
+    )
+
+
+def test_a_path_matches_as_every_level_of_it_does(tmp_path: Path) -> None:
+    """`_path_matches` asks a directory's levels once per directory (`_directory_matches`) and takes a path's part
+    below the root without `os.path.relpath`: it says what asking every level of every path says, for paths in,
+    at, above and beside the root, with name, root-relative, globstar and absolute patterns."""
+    from kvlint.config import DEFAULT_TEST_FILES, _path_matches
+
+    root = str(tmp_path / "project")
+    pattern_sets = [
+        DEFAULT_TEST_FILES,
+        ("build", "*.pyi", "docs/*"),
+        ("a/**/c/**/e/**/g/**/x.py", "**/b"),  # four `**/`: a `_Glob`
+        (f"{root}/vendor", "/elsewhere/*.py"),
+        ("project",),
+    ]
+    relatives = [
+        "m.py", "tests/m.py", "pkg/tests/deep/m.py", "pkg/test_m.py", "pkg/m_test.py", "pkg/conftest.py",
+        "build/x/m.py", "x/build/m.py", "docs/m.py", "docs/sub/m.py", "a/b/c/d/e/f/g/x.py", "a/c/e/g/x.py",
+        "vendor/lib/m.py", "pkg/vendor/m.py", "project/m.py", "stub.pyi", "deep/er/still/m.py",
+    ]
+    paths = [f"{root}/{relative}" for relative in relatives]
+    paths += [root, f"{root}-beside/tests/m.py", str(tmp_path / "m.py"), "/elsewhere/m.py", "/elsewhere/x/m.py"]
+    other = str(tmp_path / "other")  # the same directories below another root: `f"{root}/vendor"` is not theirs
+    for patterns in pattern_sets:
+        for base in (root, other):
+            for path in [path.replace(root, base, 1) for path in paths + paths[::-1]]:  # again once they are known
+                assert _path_matches(path, patterns, base) == _every_level_matches(path, patterns, base), path
+    assert sum(_path_matches(path, DEFAULT_TEST_FILES, root) for path in paths) == 4

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kvlint.running.worker_pool import WorkerPool, shared
+from kvlint.running.worker_pool import WorkerPool, in_worker, shared
 
 
 def _square(x: int) -> int:
@@ -26,6 +26,10 @@ def _slow_square(x: int) -> int:
 
 def _pid(x: int) -> tuple[int, int]:
     return x, os.getpid()
+
+
+def _inside(x: int) -> tuple[int, bool]:
+    return os.getpid(), in_worker()
 
 
 def _with_shared(x: int) -> tuple[int, int, int]:
@@ -85,6 +89,17 @@ def test_a_single_item_and_a_process_limit_mean_this_process(monkeypatch: pytest
         assert answers == [(n, os.getpid()) for n in range(6)] and not pool.workers
         assert pool.problem.endswith("analysing with this process only")
     assert calls == [(done, 6) for done in range(1, 7)]
+
+
+def test_a_worker_knows_it_is_one_and_this_process_that_it_is_none() -> None:
+    """What a map's function returns in a worker is pickled for the parent (`in_worker`: the runner sends back
+    a slim copy of a prepared file from there, the file itself here)."""
+    with WorkerPool(2, 100) as pool:
+        answers = pool.map(_inside, range(20))
+        assert {pid for pid, _ in answers} <= {w.pid for w in pool.workers} and all(inside for _, inside in answers)
+    with WorkerPool(1, 100) as pool:
+        assert pool.map(_inside, range(3)) == [(os.getpid(), False)] * 3
+    assert not in_worker()
 
 
 def test_a_failing_source_leaves_no_answer_for_the_next_call() -> None:

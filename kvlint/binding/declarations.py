@@ -610,15 +610,17 @@ def _is_sentinel(node: ast.expr, resolve: Resolver, sentinels: tuple[str, ...]) 
 def module_declarations(
     tree: ast.Module, module_name: str, imports: ImportTable, empty_sentinels: Iterable[str] = (),
     output_classes: Iterable[str] = (), path_names: Iterable[tuple[str, tuple[str, ...], tuple[str, ...]]] = (),
-    optional_fields: Iterable[str] = (), text: str = "",
+    optional_fields: Iterable[str] = (), text: str = "", statements: Iterable[ast.stmt] | None = None,
 ) -> list[Declaration]:
     """Every declaration of one module, in a stable order. Empty `output_classes` (the module names no
     output class nor sentinel) skips looking for producers; `path_names`, each invariant's name with the
     guards and contexts of it the module mentions, says whose connector paths to count calls on (as
     `invariant:name`). `text`, the module's source, says which attributes of `self` it only ever stores
-    (`SelfStore`); without it none is declared."""
+    (`SelfStore`); without it none is declared. `statements`: the tree's `walk_statements`, where the caller
+    walked it already."""
+    called = None if statements is None else called_imports(statements, imports)
     return batch_declarations([tree], module_name, imports, top_level_types(tree.body), declared_exports(tree),
-                              empty_sentinels, output_classes, path_names, optional_fields, text)
+                              empty_sentinels, output_classes, path_names, optional_fields, text, called)
 
 
 _TYPE_ALIAS = ("typing.TypeAlias", "typing_extensions.TypeAlias")
@@ -676,23 +678,25 @@ def batch_declarations(
     batches: Iterable[ast.Module], module_name: str, imports: ImportTable, local_classes: Collection[str],
     exports: tuple[str, ...] | None, empty_sentinels: Iterable[str] = (), output_classes: Iterable[str] = (),
     path_names: Iterable[tuple[str, tuple[str, ...], tuple[str, ...]]] = (), optional_fields: Iterable[str] = (),
-    text: str = "",
+    text: str = "", called: Iterable[str] | None = None,
 ) -> list[Declaration]:
     """`module_declarations` of the module whose top-level statements are the bodies of `batches`, in order,
     each read once: a large file's cheap stage holds one batch's tree at a time (`engine.prepare_source`).
     What only the whole module says comes from the caller: its import table, its top-level classes and its
-    `__all__` (`declared_exports`)."""
+    `__all__` (`declared_exports`); `called`, the module's `called_imports`, where the caller has walked its
+    statements already (else each batch's are walked here)."""
     resolve = _local_resolver(local_classes, module_name, imports)
     fields = tuple(optional_fields)
     sentinels = tuple(empty_sentinels)
     outputs = tuple(output_classes)
     found: list[Declaration] = []
     summaries: list[Summary] = []
-    called: set[str] = set()
+    found_called: set[str] = set(called or ())
     counter = PathCallCounter(resolve, [entry for entry in path_names if entry[1] or entry[2]])
     on: frozenset[str] = frozenset()  # the invariants whose path the module's next statement is on
     for tree in batches:
-        called.update(_called_imports(walk_statements(tree), imports))
+        if called is None:
+            found_called.update(called_imports(walk_statements(tree), imports))
         for statement in tree.body:
             alias = _type_alias(statement, resolve)
             if alias is not None:
@@ -727,7 +731,7 @@ def batch_declarations(
         del tree, stack  # one batch's tree at a time: not this one while the next is parsed
     if module_name:
         found.append(ModuleDecl(module_name, tuple(sorted(imports.modules)), tuple(sorted(imports.bindings.items())),
-                                tuple(sorted(called)), stars=imports.stars, exports=exports))
+                                tuple(sorted(found_called)), stars=imports.stars, exports=exports))
     found.extend(stored_only(summaries, module_name, text) if text
                  else [s for s in summaries if not isinstance(s, SelfStore)])
     if counter.counts:
@@ -831,7 +835,7 @@ def producer_facts_wanted(text: str, config: Config) -> tuple[tuple[str, ...], P
     ]
 
 
-def _called_imports(statements: Iterable[ast.stmt], imports: ImportTable) -> tuple[str, ...]:
+def called_imports(statements: Iterable[ast.stmt], imports: ImportTable) -> tuple[str, ...]:
     """The imported functions a module calls where a call can end a path or narrow (`fail(...)` alone on a line,
     `if is_ready(x):`), resolved: the search path is asked for their declarations (`module_resolution`)."""
     found: set[str] = set()

@@ -43,8 +43,14 @@ class FlowAnalysis:
         config: Config,
         module_name: str,
         own_declarations: Sequence[Declaration] = (),
+        kinds: frozenset[SiteKind] | None = None,
+        maybe_none_kinds: frozenset[SiteKind] = frozenset(),
     ) -> None:
-        self.context = context = FlowContext(source, imports, index, config, module_name, own_declarations)
+        """`kinds`: the kinds of site to record (None: every kind); of those, `maybe_none_kinds` only where the
+        value may be None (`Recorder.keeps`)."""
+        self.context = context = FlowContext(
+            source, imports, index, config, module_name, own_declarations, kinds, maybe_none_kinds
+        )
         # the `# kvlint: connector-path[...]` markers that name what is no invariant here: where -> the marker,
         # those names, the marked function
         self.unknown_markers: dict[Span, tuple[str, tuple[str, ...], str]] = {}

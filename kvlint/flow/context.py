@@ -17,7 +17,7 @@ from kvlint.binding.tree_index import TreeIndex
 from kvlint.config import Config
 from kvlint.flow.source import SourceText
 from kvlint.flow.state import LoopFrame, ScopeContext, Value
-from kvlint.sites import Site
+from kvlint.sites import Site, SiteKind
 
 
 class FlowContext:
@@ -31,6 +31,8 @@ class FlowContext:
         config: Config,
         module_name: str,
         own_declarations: Sequence[Declaration] = (),
+        kinds: frozenset[SiteKind] | None = None,
+        maybe_none_kinds: frozenset[SiteKind] = frozenset(),
     ) -> None:
         # ---- the module and the tree: set once
         self.source = source  # the parsed text: spans and the code of a node
@@ -52,6 +54,8 @@ class FlowContext:
 
         # ---- what the module's scopes add up to
         self.sites: dict[tuple[object, ...], Site] = {}  # by site key (`recording.SiteKey`): the analysis's output
+        self.kinds = kinds  # the kinds of site recorded (None: all; a run for findings alone, those rules judge)
+        self.maybe_none_kinds = maybe_none_kinds  # of those, the ones recorded only where the value may be None
         self.pending: list[tuple[ast.AST, ScopeContext]] = []  # scopes still to analyse, met in an enclosing one
         self.attached_outputs: set[tuple[object, ...]] = set()  # outputs given their connector output later
         self.parks: dict[tuple[str, str, str], ast.Assign] = {}  # (scope, holder, value) -> where it was parked

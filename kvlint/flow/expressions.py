@@ -14,6 +14,7 @@ from kvlint.flow.recording import site_invariant
 from kvlint.flow.state import (
     evolve,
     FRESH,
+    NONE,
     UNTRACKED,
     Nullness,
     NullnessState,
@@ -26,7 +27,6 @@ from kvlint.flow.syntax import (
     call_arguments,
     dotted_name,
     operator_text,
-    parameters,
     ref_key,
 )
 from kvlint.binding.declarations import ClassDecl, FunctionDecl, TypeRef, type_of_annotation
@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # the parts call one another: `FlowAnalysis` sets up which pa
     from kvlint.flow.recording import Recorder
     from kvlint.flow.statements import Statements
 
+_LAST_PART = re.compile(r"[.\[]")  # what ends a reference key's parts: `a.b[0].c` ends in `c`
 UNTYPED = frozenset({"typing.Any", "typing_extensions.Any", "Any", "object", "builtins.object"})
 COPY_FUNCTIONS = ("copy.copy", "copy.deepcopy", "dataclasses.replace", "copy", "deepcopy", "replace")
 # Callees that iterate their arguments: a payload set that is None there raises TypeError (KVC005).
@@ -81,7 +82,7 @@ class Expressions:
         declared = self.context.declared_defaults.get(key)
         if declared is not None:
             return declared
-        last = re.split(r"[.\[]", key)[-1]
+        last = _LAST_PART.split(key)[-1]
         invariant = self.context.invariants.of_field(last)
         if invariant:
             return self.field_source(f"`{key}`", invariant)
@@ -282,7 +283,7 @@ class Expressions:
 
     @staticmethod
     def _expr_Constant(node: ast.Constant, state: NullnessState) -> Value:
-        return Value(Nullness.NONE) if node.value is None else UNTRACKED
+        return NONE if node.value is None else UNTRACKED
 
     def _expr_JoinedStr(self, node: ast.JoinedStr, state: NullnessState) -> Value:
         for part in node.values:  # the replacement fields; not the ones nested in a format spec (`{x:{width}}`)
@@ -752,12 +753,11 @@ class Expressions:
     def _container_method(
         self, node: ast.Call, name: str, receiver: Value, args: list[Value], state: NullnessState
     ) -> Value | None:
-        none = Value(Nullness.NONE)
         if name in ("get", "pop") and receiver.item is not None:
             default_none = len(args) < 2 or args[1].nullness is Nullness.NONE
             if name == "pop" and len(args) < 2:
                 return receiver.item
-            optional = join_values(receiver.item, none) if default_none else join_values(receiver.item, args[1])
+            optional = join_values(receiver.item, NONE) if default_none else join_values(receiver.item, args[1])
             return evolve(optional, origin=optional.origin or f"`{self.context.source.code(node)}`")
         if name == "values" and receiver.item is not None:
             return Value(Nullness.NOT_NONE, element=receiver.item)
@@ -951,10 +951,11 @@ class Expressions:
         return evolve(self.context.scope, qualname=qualname, captured=captured, producer=producer)
 
     def eval_defaults(self, params: ast.arguments, state: NullnessState) -> None:
-        """Default values are evaluated where the function is defined."""
-        for param in parameters(params):
-            if param.default is not None:
-                self.eval(param.default, state)
+        """Default values are evaluated where the function is defined, in the parameters' order (the positional
+        ones', then the keyword-only ones': `ast` keeps them so, and most functions have none)."""
+        for default in (*params.defaults, *params.kw_defaults):
+            if default is not None:  # a keyword-only parameter without one
+                self.eval(default, state)
 
     def _comprehension(
         self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp, state: NullnessState,

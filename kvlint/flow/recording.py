@@ -74,11 +74,16 @@ class Recorder:
         """Record a site of `invariant` (the first one when not known) and return its key; with `state`,
         its connector-path facts are that invariant's there."""
         context = self.context
-        if not context.recording:
+        if not context.recording or not self.keeps(kind):
             return None
         invariants = context.invariants
         found = invariants.by_name.get(invariant) or invariants.by_name.get(invariants.first)
         invariant = found.name if found is not None else ""
+        span = context.source.span(node)
+        if not self.keeps(kind, bool(facts.get("may_be_none"))):
+            # no rule flags it, and it still replaces what its key held (a node the flow records again)
+            context.sites.pop((kind, span, facts.get("sink", ""), facts.get("sentinel_use"), invariant), None)
+            return None
         if state is not None:
             reason = state.connector_path_reason(invariant)
             facts.update(on_connector_path=bool(reason), path_reason=reason)
@@ -91,7 +96,6 @@ class Recorder:
                     ("candidates", "proven_candidates"),
                     _candidates(state, invariant, lambda key, value: known_empty(key, value, state)),
                 ))
-        span = context.source.span(node)
         if "expression" not in facts:
             facts["expression"] = context.source.code(node)
         site = Site(
@@ -104,6 +108,12 @@ class Recorder:
         context.sites[key] = site
         return key
 
+    def keeps(self, kind: SiteKind, may_be_none: bool = True) -> bool:
+        """Whether this analysis records such a site: every one, for a report that lists them; for findings alone,
+        only one a rule may flag (`engine.analyse_prepared`'s `sites`)."""
+        kinds = self.context.kinds
+        return kinds is None or kind in kinds and (may_be_none or kind not in self.context.maybe_none_kinds)
+
     def sink(
         self, operand: ast.expr, value: Value, sink: str, at: ast.AST, state: NullnessState
     ) -> None:
@@ -112,13 +122,17 @@ class Recorder:
         if not (context.recording and (value.connector_output or value.payload)):
             return  # (a loop's first passes, until its facts settle, record nothing: no text to build)
         shielded = context.shielded
+        may_be_none = value.may_be_none and not shielded
+        if not self.keeps(SiteKind.DEREFERENCE, may_be_none):  # proven non-None, for findings alone: no text to
+            self.record(SiteKind.DEREFERENCE, at, invariant=value.invariant, sink=sys.intern(sink))  # build, and
+            return  # what its key held goes
         self.record(
             SiteKind.DEREFERENCE,
             at,
             invariant=value.invariant,
             operand=context.source.code(operand),
             operand_span=context.source.span(operand),
-            may_be_none=value.may_be_none and not shielded,
+            may_be_none=may_be_none,
             definitely_none=value.nullness is Nullness.NONE and not shielded,
             guard=f"caught by {shielded}" if shielded and value.may_be_none else value.guard,
             origin=sys.intern(value.origin),  # one string for the many sites that share it (memory per finding)

@@ -55,9 +55,11 @@ class PathFact(enum.Enum):
     OFF = "off"  # under `not has_kv_transfer_group()`
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Value:
-    """The abstract value of an expression at a point."""
+    """The abstract value of an expression at a point. Frozen, but made by its own `__init__`, which fills the
+    instance's `__dict__` at once: the `__init__` a frozen dataclass is given sets each of the 29 fields through
+    `object.__setattr__`, 40 K instructions a value, and the flow makes a few per statement."""
 
     nullness: Nullness
     connector_output: bool = False  # a KVConnectorOutput (when not None)
@@ -93,6 +95,14 @@ class Value:
     sentinel_of: tuple[str, ...] = ()
     none_off_path: bool = False  # yielded by an optional context: None wherever its connector is off
 
+    def __init__(self, nullness: Nullness, **facts: object) -> None:
+        if not _VALUE_FIELDS.issuperset(facts):
+            raise TypeError(f"Value has no field {', '.join(sorted(set(facts) - _VALUE_FIELDS))}")
+        values = self.__dict__
+        values.update(_VALUE_DEFAULTS)  # in the fields' order, as the dataclass's own `__init__` sets them
+        values["nullness"] = nullness
+        values.update(facts)
+
     @property
     def tracked(self) -> bool:
         return self.connector_output or self.payload or self.sentinel
@@ -102,8 +112,14 @@ class Value:
         return self.nullness in (Nullness.MAYBE_NONE, Nullness.NONE)
 
 
+# every field's default (`nullness` has none: its place), for `Value.__init__`; a default must be immutable
+_VALUE_DEFAULTS = {f.name: None if f.default is dataclasses.MISSING else f.default for f in dataclasses.fields(Value)}
+_VALUE_FIELDS = frozenset(_VALUE_DEFAULTS) - {"nullness"}
+assert all(f.default_factory is dataclasses.MISSING for f in dataclasses.fields(Value))
+
 UNTRACKED = Value(Nullness.UNKNOWN)
 FRESH = Value(Nullness.NOT_NONE)  # a new object we know nothing else about
+NONE = Value(Nullness.NONE)  # `None` itself (a value is immutable: one serves every `return` and `None` literal)
 
 
 def _join_optional(a: Value | None, b: Value | None) -> Value | None:

@@ -13,6 +13,7 @@ from kvlint.flow.recording import site_invariant, value_names
 from kvlint.flow.state import (
     evolve,
     FRESH,
+    NONE,
     join_values,
     UNTRACKED,
     LoopFrame,
@@ -382,7 +383,7 @@ class Statements:
         return state
 
     def _stmt_Return(self, node: ast.Return, state: NullnessState) -> NullnessState:
-        value = Value(Nullness.NONE)
+        value = NONE
         if node.value is not None:
             value = self.expressions.eval(node.value, state)
             if self.context.parks and self.context.scope.producer and isinstance(node.value, ast.Name):

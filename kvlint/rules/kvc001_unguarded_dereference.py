@@ -235,6 +235,8 @@ def merge(outputs):
 """,
     options=("optional-fields", "payload-class", "optional-contexts"),
     check=check,
+    site_kinds=frozenset({SiteKind.DEREFERENCE}),
+    maybe_none_only=True,
     fix=fix,
     fix_applicabilities=frozenset({Applicability.UNSAFE}),
     mypy_dereference=DerefTarget.CONNECTOR_OUTPUT,

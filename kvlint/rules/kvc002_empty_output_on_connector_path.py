@@ -82,6 +82,7 @@ def idle_step(sched):
 """,
     options=("empty-sentinels", "connector-guards", "connector-contexts", "connector-functions", "empty-output"),
     check=check,
+    site_kinds=frozenset({SiteKind.SENTINEL_USE}),
     fix=fix,
     fix_rewrites_return=True,
     fix_doc=(

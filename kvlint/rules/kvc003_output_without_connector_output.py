@@ -66,6 +66,7 @@ def finish_step(self, sched, tokens):
 """,
     options=("output-classes", "optional-fields", "connector-guards", "connector-contexts"),
     check=check,
+    site_kinds=frozenset({SiteKind.OUTPUT_CONSTRUCTION}),
     fix=fix,
     fix_doc=(
         "When exactly one local name `v` holds the connector output there, the construction gets "

@@ -268,6 +268,7 @@ def idle_step(kvo):
 """,
     options=("empty-sentinels",),
     check=check,
+    site_kinds=frozenset({SiteKind.SENTINEL_USE}),
     fix=fix,
     fix_doc=(
         "Safe. Where the mutated name has one binding in the function, `o = EMPTY_MODEL_RUNNER_OUTPUT`, it "

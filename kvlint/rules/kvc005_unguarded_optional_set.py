@@ -80,6 +80,8 @@ def release(kvo: KVConnectorOutput):
 """,
     options=("payload-class", "payload-optional-fields"),
     check=check,
+    site_kinds=frozenset({SiteKind.DEREFERENCE}),
+    maybe_none_only=True,
     fix=fix,
     mypy_dereference=DerefTarget.PAYLOAD_FIELD,
     fix_doc=(

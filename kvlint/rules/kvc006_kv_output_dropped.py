@@ -147,6 +147,7 @@ def sample(self, grammar_output):
 """,
     options=("optional-fields", "output-classes", "empty-sentinels", "optional-contexts"),
     check=check,
+    site_kinds=frozenset({SiteKind.KV_DROPPED}),
     fix=fix,
     fix_rewrites_return=True,
     fix_applicabilities=frozenset({Applicability.UNSAFE}),

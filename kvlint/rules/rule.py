@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kvlint.fixing.model import Applicability, Fix
-from kvlint.sites import DerefTarget, Site
+from kvlint.sites import DerefTarget, Site, SiteKind
 
 if TYPE_CHECKING:
     from kvlint.fixing.context import FixContext
@@ -30,6 +30,10 @@ class Rule:
     good: str  # the same code, fixed
     options: tuple[str, ...] = ()  # configuration keys that shape the rule
     check: Callable[[Site], str | None] | None = None  # message when the site violates the rule
+    # the kinds of site `check` judges (it passes every other): a run that reports only findings records no other
+    # kind (`engine.analyse_prepared`'s `sites`; tests/test_rules.py holds each rule to what it declares)
+    site_kinds: frozenset[SiteKind] = frozenset()
+    maybe_none_only: bool = False  # `check` flags only a site the flow could not prove non-None (`may_be_none`)
     # the fix of a finding at a site, built only for findings; raises `NoFix` saying why there is none
     fix: Callable[[Site, FixContext], Fix] | None = None
     fix_doc: str = ""  # what the fix does and when it is safe

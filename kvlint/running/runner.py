@@ -28,7 +28,7 @@ from kvlint.binding.declarations import Declaration
 from kvlint.binding.module_resolution import imported_declarations_for
 from kvlint.binding.tree_index import TreeIndex
 from kvlint.running.run_record import FileRow, Record, RunResult, current_key, replay, settled
-from kvlint.running.worker_pool import STILL_READING, WorkerPool
+from kvlint.running.worker_pool import STILL_READING, WorkerPool, in_worker
 from kvlint.running.worker_pool import shared as shared_with_workers
 
 if TYPE_CHECKING:
@@ -552,15 +552,16 @@ def _work_size(args: _Task) -> int:
 
 def _prepare_held(args: tuple[tuple[str, str], bytes, Config, tuple[str, ...], int]) -> tuple[PreparedFile, int]:
     """`_prepare`; a small file is kept in this process for the analysis (`_held`), and what goes back is `_slim`
-    and the process id; a large one goes back whole (0: held nowhere), for any worker to analyse: large files
-    are few, and going to whichever worker is free, they keep the workers' shares of the analysis even."""
+    (from a worker: the parent itself gets the file as it holds it) and the process id; a large one goes back
+    whole (0: held nowhere), for any worker to analyse: large files are few, and going to whichever worker is
+    free, they keep the workers' shares of the analysis even."""
     (path, display_path), data, config, extra_names, number = args
     module_name, is_package = _module_names(path)
     prepared = prepare_source(data, display_path, config, module_name, is_package, extra_names, keep_tree=True)
     if len(prepared.text) > HELD_CHARACTERS:
         return prepared, 0
     _held[number] = prepared
-    return _slim(prepared), os.getpid()
+    return _slim(prepared) if in_worker() else prepared, os.getpid()
 
 
 def _slim(prepared: PreparedFile) -> PreparedFile:
@@ -602,7 +603,7 @@ def _ready(args: _Task) -> PreparedFile:
 def _analyse_ready(prepared: PreparedFile, args: _Task) -> FileReport:
     _, config, names, suppress, fixes, sites = args
     index: TreeIndex = shared_with_workers()
-    report = analyse_prepared(prepared, config, index, names, suppress, fixes)
+    report = analyse_prepared(prepared, config, index, names, suppress, fixes, sites)
     return report if sites else report.without_sites()
 
 

@@ -42,6 +42,15 @@ def shared() -> Any:
     return _shared
 
 
+_in_worker = False  # set in a forked worker (`_become_worker`)
+
+
+def in_worker() -> bool:
+    """Whether this process is one of a pool's workers: what a map's function returns here is pickled for the
+    parent (where the parent runs the items itself, it gets the very objects)."""
+    return _in_worker
+
+
 def _install_shared(blob: bytes | None) -> None:  # with a worker's first task of a map (`_Worker.give`)
     global _shared
     _shared = None if blob is None else pickle.loads(blob)
@@ -466,6 +475,8 @@ def _fork_worker(initializer: Callable[[], None] | None, siblings: list[_Worker]
 
 def _become_worker(parent: int) -> None:
     """Ignore SIGINT and SIGTERM (the parent stops the run, once) and die with the parent."""
+    global _in_worker
+    _in_worker = True
     for number in _SIGNALS:
         signal.signal(number, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
