@@ -154,8 +154,8 @@ class KvlintPlugin(Plugin):
         self._configs: DirectoryConfigs | None = None  # what it says, made at the first module that needs it
         self._directory_configs: dict[str, Config | ConfigError] = {}
         self._ends: dict[str, Statement] = {}  # the statement appended to each module's tree
-        self._config_data: dict[str, list[str]] = {}  # by the directory of a module's path, as mypy spells it
-        self._config_data_by_source: dict[Source | ConfigError, list[str]] = {}
+        self._config_data: dict[str, str] = {}  # by the directory of a module's path, as mypy spells it
+        self._config_data_by_source: dict[Source | ConfigError, str] = {}
         self._worker_wanted: bool | None = None  # decided at the first file that needs the engine
         self._worker: AnalysisWorker | None = None  # made there
 
@@ -216,27 +216,30 @@ class KvlintPlugin(Plugin):
             self._worker_wanted = worker_wanted(os.environ.get(WORKER_ENV), _default_worker(self.options))
         return self._worker_wanted
 
-    def report_config_data(self, ctx: ReportConfigContext) -> list[str] | None:
+    def report_config_data(self, ctx: ReportConfigContext) -> str | None:
         """What mypy stores with a module and compares on the next run: a change makes the module stale.
 
         mypy asks for every module it loads, its cached ones too (3,709 in a warm run over vLLM): the answer
         is made once per directory and per configuration, and looked up by the directory as the path spells
-        it (everything up to its last separator: one spelling names one directory)."""
-        path = ctx.path
-        if not path.endswith(".py"):
+        it (everything before its last separator: one spelling names one directory)."""
+        if _POSIX_SPELLING:
+            directory, separator, name = ctx.path.rpartition("/")
+            directory = directory or separator  # "/x.py" is in "/", "x.py" in "" (the current directory)
+        else:
+            directory, name = os.path.split(ctx.path)
+        if name[-3:] != ".py":
             return None
-        directory = path[:path.rfind(os.sep) + 1] if os.altsep is None else os.path.dirname(path)
         known = self._config_data.get(directory)
         if known is None:
-            source = self._sources.of_directory(os.path.abspath(directory or os.curdir))
+            source = self._sources.of_directory(_absolute_directory(directory))
             known = self._config_data[directory] = self._config_data_of(source)
-        return list(known)
+        return known
 
-    def _config_data_of(self, source: Source | ConfigError) -> list[str]:
+    def _config_data_of(self, source: Source | ConfigError) -> str:
         """The answer for the modules of the directories whose configuration comes from `source` (a tree's
-        directories share a handful): the plugin's version and one digest of the settings. mypy stores it with
-        every module and round-trips it through JSON at every run, cached modules too (the six strings it was
-        cost a warm run over vLLM 1.5%)."""
+        directories share a handful): kvlint's version and one digest of what identifies its sources and of the
+        settings. mypy stores it with every module and reads it back, and compares it, at every run, cached
+        modules too: one short string (the six strings it once was cost a warm run over vLLM 1.5%)."""
         known = self._config_data_by_source.get(source)
         if known is not None:
             return known
@@ -249,7 +252,7 @@ class KvlintPlugin(Plugin):
             config = self._loader().for_source(source)
             settings = (["configuration error", str(config)] if isinstance(config, ConfigError)
                         else [config.fingerprint(), config.select, config.ignore, _silencing(config)])
-        known = self._config_data_by_source[source] = [plugin_version(), _digest(settings)]
+        known = self._config_data_by_source[source] = f"{kvlint.__version__}+{_digest([plugin_version(), settings])}"
         return known
 
     # -- callbacks -------------------------------------------------------------------------------------------
@@ -518,6 +521,23 @@ def _silencing(config: Config) -> list[str]:
     root = os.path.abspath(config.root if config.root is not None else os.getcwd())
     settings = json.dumps([config.per_file_ignores, config.test_files, config.test_ignore])
     return ["-", root, os.getcwd(), settings]
+
+
+_POSIX_SPELLING = os.sep == "/" and os.altsep is None
+
+
+def _absolute_directory(directory: str) -> str:
+    """`os.path.abspath` of a module's directory as `report_config_data` spells it (the module's path before its
+    last separator; "" for the current directory, "/" for the root), without `abspath`'s work on a spelling that
+    has nothing to normalise: no `.` or `..` part, no empty one."""
+    framed = f"/{directory}/"
+    if (_POSIX_SPELLING and directory and "//" not in framed[1:] and "/./" not in framed
+            and "/../" not in framed):
+        if directory[0] == "/":
+            return directory
+        current = os.getcwd()
+        return f"{current}/{directory}" if current != "/" else f"/{directory}"
+    return os.path.abspath(directory or os.curdir)
 
 
 def _position(context: Context) -> tuple[int, int]:

@@ -543,6 +543,20 @@ def test_the_data_stored_with_each_module_follows_its_configuration(mypy: Mypy, 
     assert unrelated == edited
 
 
+def test_a_modules_directory_is_the_one_abspath_names(mypy: Mypy, tmp_path: Path) -> None:
+    """`report_config_data` keys its answer by a module's directory as mypy spells it and names it absolute
+    without `os.path.abspath` where the spelling has nothing to normalise: the same directory either way."""
+    spellings = ["", "/", "pkg", "pkg/sub", "/abs/x", "pkg/./sub", "pkg/../sub", "./pkg", "../x", "a//b", "a/", ".",
+                 "..", "a/..", "a/.", ".hidden/x", "x/...", "/a/../b", "//a", "a.b/c"]
+    script = ("import json, os, sys\nfrom kvlint.mypy_plugin import _absolute_directory as absolute\n"
+              "print(json.dumps([[absolute(d), os.path.abspath(d or '.')] for d in sys.argv[1:]]))")
+    for cwd in (tmp_path, Path("/")):
+        completed = subprocess.run([str(mypy.python), "-c", script, *spellings], cwd=cwd, capture_output=True,
+                                   text=True, timeout=300, stdin=subprocess.DEVNULL)
+        assert completed.returncode == 0, completed.stderr
+        assert all(ours == theirs for ours, theirs in json.loads(completed.stdout)), completed.stdout
+
+
 def test_the_daemon_restarts_when_the_kvlint_configuration_changes(mypy: Mypy, tmp_path: Path) -> None:
     """`dmypy run` compares each plugin's `__version__` before every run; kvlint's carries a digest of its
     configuration, so an edited `[tool.kvlint]` restarts the daemon instead of leaving every unchanged file's
