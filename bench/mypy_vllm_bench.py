@@ -32,7 +32,10 @@ again: 4 ms of a warm run). mypy comes from the venv the tests make for this che
 `--callgrind` also runs each configuration once, cold, under valgrind's callgrind (children traced, so the
 helper's instructions count too), and compares instruction counts: on a shared machine whose CPU times drift by
 more than 2% from one minute to the next, the ratio it can resolve. The two counted runs go side by side after
-the timed rounds (the load does not move a count), about 40 times as long as a plain run.
+the timed rounds (the load does not move a count), about 40 times as long as a plain run. `--callgrind-warm`
+counts one warm run of each the same way (a few minutes), after a plain run that fills its cache or finds it
+warm; kvlint's sources must be settled first (older than `RACY_NS`), or the plugin's version, keyed by their
+status only once they are, would change between the two runs and the counted one would check every module.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from kvlint.running.run_record import RACY_NS  # noqa: E402
 from tests.support.vllm_sdist import vllm_sdist_file  # noqa: E402
 from tests.support.vllm_sources import vllm_tree  # noqa: E402
 from tests.test_mypy_plugin import venv_dir  # noqa: E402
@@ -214,6 +218,33 @@ def count_instructions(python: Path, configs: dict[str, Path], tree: Path, scrat
     return found
 
 
+def wait_until_settled() -> None:
+    """Sleep until kvlint's newest source is older than `RACY_NS`: from then on the plugin's version (keyed by the
+    sources' status keys once every one is settled, by their bytes before) stays the same."""
+    newest = max(max(path.stat().st_mtime_ns, path.stat().st_ctime_ns) for path in (ROOT / "kvlint").rglob("*.py"))
+    wait = (newest + RACY_NS - time.time_ns()) / 1e9 + 0.5
+    if wait > 0:
+        time.sleep(wait)
+
+
+def count_warm_instructions(python: Path, configs: dict[str, Path], tree: Path, scratch: Path,
+                            env: dict[str, str]) -> dict[str, dict[str, int]]:
+    """One warm run of each configuration under callgrind (hash seeds fixed), its cache filled by a plain run
+    just before (or found warm by it: the warm rounds' cache)."""
+    wait_until_settled()
+    counted_env = {**env, "PYTHONHASHSEED": "0"}
+    found = {}
+    for label, config in configs.items():
+        command = mypy_command(python, config, scratch / f"warm-{label}")
+        subprocess.run(command, cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       stdin=subprocess.DEVNULL)
+        with open(scratch / f"counted-warm-{label}.out", "wb") as sink:
+            subprocess.run(callgrind_command(command, scratch / f"callgrind-warm-{label}"), cwd=tree,
+                           env=counted_env, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        found[label] = instructions_in(scratch / f"callgrind-warm-{label}")
+    return found
+
+
 def errors_of(path: Path) -> tuple[int, int, str]:
     lines = path.read_text(errors="replace").splitlines()
     return (sum(": error: " in line for line in lines), sum(line.endswith("[kvc]") for line in lines),
@@ -230,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="run kvlint's engine inside mypy's process (KVLINT_MYPY_WORKER=0), not in its helper")
     parser.add_argument("--callgrind", action="store_true",
                         help="also count instructions: one cold run of each under callgrind (tens of minutes)")
+    parser.add_argument("--callgrind-warm", action="store_true",
+                        help="also count instructions: one warm run of each under callgrind (minutes)")
     parser.add_argument("--keep", type=Path, help="copy both runs' last mypy output into this directory")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args(argv)
@@ -274,6 +307,14 @@ def main(argv: list[str] | None = None) -> int:
                 for label in configs:
                     shutil.copy(scratch / f"{case}-{label}.out", args.keep / f"{case}-{label}.out")
             sys.stdout.flush()
+        if args.callgrind_warm:
+            counts = count_warm_instructions(python, configs, tree, scratch, env)
+            figures["warm_instructions"] = counts
+            print("instructions, one warm run each under callgrind:")
+            print(f"  all: without {counts['without']['all']:,}, with {counts['with']['all']:,}"
+                  f"  ratio {counts['with']['all'] / counts['without']['all']:.4f}")
+            print(f"  errors: {errors_of(scratch / 'counted-warm-without.out')[2]!r}, "
+                  f"{errors_of(scratch / 'counted-warm-with.out')[2]!r}", flush=True)
         if args.callgrind:
             counts = count_instructions(python, configs, tree, scratch, env)
             figures["instructions"] = counts

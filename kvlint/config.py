@@ -10,11 +10,24 @@ import keyword
 import os
 import re
 import reprlib  # a value quoted in an error: short, and never recursing into a nested one
-import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kvlint.config_files import (
+    CFG_INVARIANT_PREFIX,
+    ConfigError,
+    DirectorySources,
+    Searches,
+    Source,
+    config_error as _error,
+    find_config_file,
+    ini_file,
+    project_root,
+    read_config_bytes,
+    toml_section,
+    type_name as _type_name,
+)
 from kvlint.invariants import (
     DEFAULT_PRESETS,
     EMPTY_OUTPUT_POLICIES,
@@ -24,13 +37,12 @@ from kvlint.invariants import (
     InvariantSet,
     with_overrides,
 )
-from kvlint.paths import PROJECT_MARKERS, display_path
+from kvlint.paths import display_path
 
 CONNECTOR_PATH_MARKER = "kvlint: connector-path"
 
 _CODE_RE = re.compile(r"^KVC[0-9]{0,3}$", re.ASCII)
 _CFG_SPLIT_RE = re.compile(r"[,\s]+")
-_CFG_INVARIANT_PREFIX = "kvlint.invariants."  # `[kvlint.invariants.NAME]` in setup.cfg
 _FILE_LEVEL_PREFIX = "KVC9"
 ALL_CODES = "KVC"  # what `ALL` (ruff's word for every code) stands for in select and ignore
 _FINGERPRINT_VERSION = "kvlint-config-2"
@@ -64,10 +76,6 @@ _INVARIANT_TABLE_KEYS = ("name", *INVARIANT_KEYS)
 # (KVC002, KVC003, KVC006: test doubles that pretend to be runners) stay on.
 DEFAULT_TEST_FILES = ("tests/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
 DEFAULT_TEST_IGNORE = ("KVC001", "KVC005")
-
-
-class ConfigError(Exception):
-    """A configuration problem; the CLI prints str(e) and exits 2."""
 
 
 Overrides = tuple[tuple[str, object], ...]  # snake_case invariant keys and their values
@@ -396,12 +404,6 @@ class _Glob:
         return bool(states & self._accept)
 
 
-def _error(source: Path | None, message: str) -> ConfigError:
-    where = display_path(source) if source is not None else "<config>"
-    text = f"{where}: {message}"
-    return ConfigError(" ".join(part.strip() for part in text.splitlines() if part.strip()))
-
-
 def _section_name(source: Path) -> str:
     return "[tool.kvlint]" if source.suffix == ".toml" else "[kvlint]"
 
@@ -409,12 +411,6 @@ def _section_name(source: Path) -> str:
 def _is_name(value: str, dotted: bool) -> bool:
     parts = value.split(".") if dotted else [value]
     return all(part.isidentifier() and not keyword.iskeyword(part) for part in parts)
-
-
-def _type_name(value: object) -> str:
-    return {dict: "table", list: "list", str: "string", bool: "boolean"}.get(
-        type(value), type(value).__name__
-    )
 
 
 def config_from_mapping(data: Mapping[str, object], source: Path) -> Config:
@@ -598,68 +594,15 @@ def _per_file_ignores(
     return tuple(result)
 
 
-def _read_bytes(path: Path) -> bytes:
-    """Read a config file, refusing anything but a regular file."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except OSError as exc:
-        raise _error(path, f"cannot read: {exc.strerror or exc}") from exc
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise _error(path, "cannot read: not a regular file")
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    except OSError as exc:
-        raise _error(path, f"cannot read: {exc.strerror or exc}") from exc
-    finally:
-        os.close(fd)
-
-
-def _decode(path: Path, raw: bytes) -> str:
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise _error(path, f"cannot decode as UTF-8: {exc.reason} at byte {exc.start}") from exc
-
-
-def _toml_section(path: Path, raw: bytes) -> Mapping[str, object] | None:
-    import tomllib  # only for a file that names kvlint: a project's pyproject.toml without it is not parsed
-
-    try:
-        document = tomllib.loads(_decode(path, raw))
-    except ValueError as exc:  # TOMLDecodeError, and an integer of more digits than int() takes
-        raise _error(path, f"invalid TOML: {exc}") from exc
-    except (RecursionError, MemoryError) as exc:  # tomllib recurses once per nested array or inline table
-        raise _error(path, "invalid TOML: nested too deeply to read") from exc
-    tool = document.get("tool")
-    if not isinstance(tool, dict) or "kvlint" not in tool:
-        return None
-    section = tool["kvlint"]
-    if not isinstance(section, dict):
-        raise _error(path, f"[tool.kvlint] must be a table, got {_type_name(section)}")
-    return section
-
-
 def _cfg_section(path: Path, raw: bytes) -> Mapping[str, object] | None:
-    import configparser  # only for a .cfg or .ini file: not every run's import
-
-    parser = configparser.ConfigParser(
-        interpolation=None, default_section="\0kvlint-no-default-section"
-    )
-    parser.optionxform = str  # type: ignore[assignment,method-assign]
-    try:
-        parser.read_string(_decode(path, raw), source=str(path))
-    except configparser.Error as exc:
-        raise _error(path, f"invalid INI syntax: {exc}") from exc
-    tables = [name for name in parser.sections() if name.startswith(_CFG_INVARIANT_PREFIX)]
+    parser = ini_file(path, raw)
+    tables = [name for name in parser.sections() if name.startswith(CFG_INVARIANT_PREFIX)]
     if not parser.has_section("kvlint") and not tables:
         return None
     data = _cfg_values(path, parser.items("kvlint")) if parser.has_section("kvlint") else {}
     if tables:  # `[kvlint.invariants.NAME]`: a section per invariant, the TOML list of tables' twin
         data["invariants"] = [  # the section names the invariant: a `name =` inside it cannot rename it
-            {**_cfg_values(path, parser.items(name)), "name": name[len(_CFG_INVARIANT_PREFIX):]} for name in tables
+            {**_cfg_values(path, parser.items(name)), "name": name[len(CFG_INVARIANT_PREFIX):]} for name in tables
         ]
     return data
 
@@ -699,130 +642,7 @@ def _parse_cfg_per_file_ignores(path: Path, value: str) -> dict[str, list[str]]:
     return mapping
 
 
-def _is_regular_file(path: str | Path) -> bool:
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _section_in(path: Path) -> Mapping[str, object] | None:
-    raw = _read_bytes(path)
-    if b"kvlint" not in raw:
-        return None
-    if path.name == "pyproject.toml":
-        return _toml_section(path, raw)
-    return _cfg_section(path, raw)
-
-
-def find_config_file(start: Path, searched: dict[tuple[str, frozenset[int]], Path | None] | None = None
-                     ) -> Path | None:
-    """Return the nearest pyproject.toml or setup.cfg above `start` with a kvlint section.
-
-    The search stops at the repository root and at a directory or file owned by another user
-    (`kvlint.ownership`, like git's safe.directory). `searched` remembers each directory's answer
-    for a caller that asks for many directories of one tree (mypy, flake8): a sibling's search
-    ends where an earlier one passed.
-    """
-    from kvlint.ownership import foreign_owner, trusted_owners
-
-    current = os.path.abspath(start)
-    if not os.path.isdir(current):
-        current = os.path.dirname(current)
-    trusted = trusted_owners(current)
-    passed: list[tuple[str, frozenset[int]]] = []  # where the search went on or stopped: all share its answer
-    found: Path | None = None
-    while True:
-        key = (current, trusted)
-        if searched is not None and key in searched:
-            found = searched[key]
-            break
-        passed.append(key)
-        if foreign_owner(current, trusted) is not None:
-            break
-        found, stop = _config_file_in(current, trusted)
-        if stop or os.path.exists(os.path.join(current, ".git")):
-            break
-        parent = os.path.dirname(current)
-        if parent == current:
-            break
-        current = parent
-    if searched is not None:
-        searched.update(dict.fromkeys(passed, found))
-    return found
-
-
-def _config_file_in(directory: str, trusted: frozenset[int]) -> tuple[Path | None, bool]:
-    """The directory's own pyproject.toml or setup.cfg with a kvlint section, and whether the search stops
-    here (it does at that file, and at one owned by someone untrusted)."""
-
-    for name in ("pyproject.toml", "setup.cfg"):
-        candidate = os.path.join(directory, name)
-        if not _is_regular_file(candidate):
-            continue
-        if _foreign(candidate, trusted):
-            return None, True
-        if _section_in(Path(candidate)) is not None:
-            return Path(candidate), True
-    return None, False
-
-
-def _foreign(path: str, trusted: frozenset[int]) -> bool:
-    """Whether `path`, or the symlink that names it, is owned by someone untrusted (a link planted in a shared
-    directory may point at a file root owns)."""
-    from kvlint.ownership import foreign_owner
-
-    try:
-        link_owner = os.lstat(path).st_uid
-    except OSError:
-        link_owner = None
-    return (link_owner is not None and link_owner not in trusted) or foreign_owner(path, trusted) is not None
-
-
-def project_root(start: Path, searched: dict[tuple[str, frozenset[int]], Path | None] | None = None
-                 ) -> Path | None:
-    """The directory the defaults' globs (`test-files`) are relative to when no file configures kvlint.
-
-    The nearest directory at or above `start` holding `.git`, `pyproject.toml` or `setup.cfg`
-    (a project's root: `tests/**` then means the project's tests wherever kvlint runs from);
-    None, the current directory, when there is none. As for the configuration search, a directory or
-    marker owned by someone untrusted (`kvlint.ownership`) ends the search with None: another user's empty
-    `setup.cfg` in a shared parent must not make a project below it "tests". `searched` as for
-    `find_config_file`.
-    """
-    from kvlint.ownership import foreign_owner, trusted_owners
-
-    current = os.path.abspath(start)
-    if not os.path.isdir(current):
-        current = os.path.dirname(current)
-    trusted = trusted_owners(current)
-    passed: list[tuple[str, frozenset[int]]] = []  # where the search went on or stopped: all share its answer
-    found: Path | None = None
-    while True:
-        key = (current, trusted)
-        if searched is not None and key in searched:
-            found = searched[key]
-            break
-        passed.append(key)
-        if foreign_owner(current, trusted) is not None:
-            break
-        markers = [os.path.join(current, ".git")] if os.path.exists(os.path.join(current, ".git")) else []
-        markers += [path for path in (os.path.join(current, name) for name in ("pyproject.toml", "setup.cfg"))
-                    if _is_regular_file(path)]
-        if markers:
-            if not any(_foreign(marker, trusted) for marker in markers):
-                found = Path(current)
-            break
-        parent = os.path.dirname(current)
-        if parent == current:
-            break
-        current = parent
-    if searched is not None:
-        searched.update(dict.fromkeys(passed, found))
-    return found
-
-
-def load_config(paths: Sequence[Path], config_file: Path | None = None, searches: _Searches | None = None) -> Config:
+def load_config(paths: Sequence[Path], config_file: Path | None = None, searches: Searches | None = None) -> Config:
     """Load the configuration for a run over `paths`, or from `config_file` when given. `searches` remembers
     the directories' answers for a caller that loads the configuration of many (`DirectoryConfigs`)."""
     if config_file is None:
@@ -832,9 +652,9 @@ def load_config(paths: Sequence[Path], config_file: Path | None = None, searches
             return Config(root=project_root(start, searches.roots if searches is not None else None))
         config_file = found
     config_file = Path(config_file)
-    raw = _read_bytes(config_file)
+    raw = read_config_bytes(config_file)
     if config_file.suffix == ".toml":
-        section = _toml_section(config_file, raw)
+        section = toml_section(config_file, raw)
         missing = "no [tool.kvlint] table"
     elif config_file.suffix in (".cfg", ".ini"):
         section = _cfg_section(config_file, raw)
@@ -920,18 +740,22 @@ def describe(config: Config, command_line: Mapping[str, str] = {}, path: Path | 
     return "\n".join(lines) + "\n"
 
 
-@dataclass
-class _Searches:
-    """What the configuration searches from many directories found, by directory."""
-
-    config_files: dict[tuple[str, frozenset[int]], Path | None] = field(default_factory=dict)
-    roots: dict[tuple[str, frozenset[int]], Path | None] = field(default_factory=dict)
-
-
-def config_for_directory(directory: str, searches: _Searches | None = None) -> Config | ConfigError:
+def config_for_directory(directory: str, searches: Searches | None = None) -> Config | ConfigError:
     """The configuration of the files in `directory`; a bad configuration file gives its error."""
     try:
         return load_config([Path(directory)], searches=searches)
+    except ConfigError as error:
+        return error
+
+
+def config_of_source(source: Source) -> Config | ConfigError:
+    """The configuration a `config_files.source_of` answer stands for: as `load_config` builds it once its search
+    has ended there; a bad configuration file gives its error."""
+    kind, path = source
+    if kind != "file":
+        return Config(root=Path(path) if path else None)
+    try:
+        return load_config((), config_file=Path(path))
     except ConfigError as error:
         return error
 
@@ -940,55 +764,32 @@ class DirectoryConfigs:
     """The configuration of each file's directory, loaded once for this object's life.
 
     The faces that see one file at a time (flake8, mypy) keep one of these:
-    a tree's files share a handful of directories. `on_error` hears of each
-    bad configuration once, when it is first loaded.
+    a tree's files share a handful of directories, and those a handful of
+    configurations (`config_files.DirectorySources`: most directories take
+    their parent's). `on_error` hears of each bad configuration once, when it
+    is first loaded.
     """
 
-    def __init__(self, on_error: Callable[[ConfigError], None] | None = None) -> None:
-        self._loaded: dict[str, Config | ConfigError] = {}
-        self._owners: dict[str, int | None] = {}  # each loaded directory's owner (None: not a directory)
+    def __init__(self, on_error: Callable[[ConfigError], None] | None = None,
+                 sources: DirectorySources | None = None) -> None:
+        self._loaded: dict[str, Config | ConfigError] = {}  # by directory
+        self._by_source: dict[Source | ConfigError, Config | ConfigError] = {}  # an error stands for itself
+        self._sources = sources if sources is not None else DirectorySources()
         self._on_error = on_error
-        self._searches = _Searches()  # a directory's search ends where a sibling's passed
 
     def for_file(self, path: str) -> Config | ConfigError:
         directory = os.path.dirname(os.path.abspath(path))
         loaded = self._loaded.get(directory)
-        return loaded if loaded is not None else self._load(directory)
-
-    def _load(self, directory: str) -> Config | ConfigError:
-        """The directory's configuration: its parent's, when the directory holds none of the names either
-        search stops at and has the parent's owner (both searches from it then pass it and go on exactly as
-        from the parent, with the same trusted owners: `ownership.trusted_owners`), else a search of its own.
-        Four system calls for most directories of a tree, rather than a dozen and a `Config` built for each."""
-        parent = os.path.dirname(directory)
-        owner: int | None = None
-        try:
-            owner = os.stat(directory).st_uid
-        except OSError:
-            inherits = False
-        else:
-            stem = os.path.join(directory, "")
-            inherits = parent != directory and not any(_present(stem + name) for name in PROJECT_MARKERS)
-        if inherits:
-            inherited = self._loaded.get(parent)
-            if inherited is None:
-                inherited = self._load(parent)
-            inherits = self._owners.get(parent) == owner
-        if inherits:
-            loaded = inherited
-        else:
-            loaded = config_for_directory(directory, self._searches)
-            if isinstance(loaded, ConfigError) and self._on_error is not None:
-                self._on_error(loaded)
-        self._loaded[directory], self._owners[directory] = loaded, owner
+        if loaded is None:
+            loaded = self._loaded[directory] = self.for_source(self._sources.of_directory(directory))
         return loaded
 
-
-def _present(path: str) -> bool:
-    """Whether `path` names something, a symlink followed, as the searches' `os.stat` and `os.path.exists` see
-    it (as this process's effective user): `os.access`, which answers without raising an exception for each
-    of the names that most directories lack."""
-    return os.access(path, os.F_OK, effective_ids=_EFFECTIVE_IDS)
-
-
-_EFFECTIVE_IDS = os.access in os.supports_effective_ids
+    def for_source(self, source: Source | ConfigError) -> Config | ConfigError:
+        """The configuration of a directory whose `DirectorySources` answer is `source`."""
+        loaded = self._by_source.get(source)
+        if loaded is None:
+            loaded = source if isinstance(source, ConfigError) else config_of_source(source)
+            self._by_source[source] = loaded
+            if isinstance(loaded, ConfigError) and self._on_error is not None:
+                self._on_error(loaded)
+        return loaded

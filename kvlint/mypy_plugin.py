@@ -56,10 +56,10 @@ from mypy.plugin import (
 from mypy.types import Instance, NoneType, Type, UnionType, get_proper_type
 
 import kvlint
-from kvlint.config import Config, ConfigError, DirectoryConfigs, config_for_directory
-from kvlint.binding.names import matches
+from kvlint.config_files import ConfigError, DirectorySources, Source, source_of
 
 if TYPE_CHECKING:  # imported where a module is analysed or judged: a run served from mypy's cache needs none
+    from kvlint.config import Config, DirectoryConfigs
     from kvlint.findings import Finding
     from kvlint.mypy_dereferences import ModuleDereferences
     from kvlint.mypy_worker import AnalysisWorker, ModuleAnalysis
@@ -124,8 +124,16 @@ def __getattr__(name: str) -> object:
         return AnalysisWorker
     if name != "__version__":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    config = config_for_directory(os.getcwd())
-    settings = repr(config) if isinstance(config, Config) else f"error: {config}"
+    source = source_of(os.getcwd())
+    if isinstance(source, ConfigError):
+        settings = f"error: {source}"
+    elif source[0] == "root":  # no file configures kvlint: the defaults, which the plugin's version covers
+        settings = repr(source)
+    else:
+        from kvlint.config import config_of_source
+
+        config = config_of_source(source)
+        settings = f"error: {config}" if isinstance(config, ConfigError) else repr(config)
     return f"{plugin_version()}+{hashlib.sha256(settings.encode()).hexdigest()[:16]}"
 
 
@@ -134,28 +142,25 @@ class KvlintPlugin(Plugin):
 
     def __init__(self, options: Options) -> None:
         super().__init__(options)
-        routing = [Config(), *self._project_config()]  # which fullnames get hooks; each file uses its own config
-        self._optional_fields = frozenset(name for config in routing for name in config.optional_fields)
-        self._payload_fields = frozenset(name for config in routing for name in config.payload_optional_fields)
-        self._output_classes = tuple(name for config in routing for name in config.output_classes)
-        self._anchors = tuple(
-            name for config in routing for name in (
-                *config.payload_classes, *config.connector_guards, *config.connector_contexts,
-                *config.optional_contexts, *config.connector_functions,
-            )
-        )
-        # mypy asks for a hook by fullname at every attribute, call and method it checks (hundreds of thousands
-        # in a large tree), and only a handful get one: each name is routed once, then looked up
+        # mypy asks for a hook by fullname at every attribute, call and method it checks (862,133 times over vLLM
+        # 0.33.0), and only a handful get one: each name is routed once, then looked up. mypy calls the hooks of
+        # this object as its attributes, so the lookups are the routes' own, with no Python call each (half the
+        # instructions of one through the methods below, which say the same)
         self._attribute_routes = _Routes(self._route_attribute)
         self._function_routes = _Routes(self._route_function)
         self._method_routes = _Routes(self._route_method)
+        self.get_attribute_hook = self._attribute_routes.__getitem__  # type: ignore[method-assign]
+        self.get_function_hook = self._function_routes.__getitem__  # type: ignore[method-assign]
+        self.get_method_hook = self._method_routes.__getitem__  # type: ignore[method-assign]
+        self._routing: _Routing | None = None  # made at the first lookup: a run served from mypy's cache makes none
         self._analyses: dict[str, ModuleAnalysis] = {}
         self._dereferences: dict[str, tuple[ModuleAnalysis, ModuleDereferences]] = {}
-        self._configs = DirectoryConfigs()
+        self._sources = DirectorySources()  # where each directory's configuration comes from
+        self._configs: DirectoryConfigs | None = None  # what it says, made at the first module that needs it
         self._directory_configs: dict[str, Config | ConfigError] = {}
         self._ends: dict[str, Statement] = {}  # the statement appended to each module's tree
-        self._config_data: dict[str, list[str]] = {}  # by the directory of a module's path, as mypy spells it
-        self._config_data_by_config: dict[Config, list[str]] = {}
+        self._config_data: dict[str, str] = {}  # by the directory of a module's path, as mypy spells it
+        self._config_data_by_source: dict[Source | ConfigError, str] = {}
         self._worker_wanted: bool | None = None  # decided at the first file that needs the engine
         self._worker: AnalysisWorker | None = None  # made there
 
@@ -169,20 +174,27 @@ class KvlintPlugin(Plugin):
         return self._method_routes[fullname]
 
     def _route_attribute(self, fullname: str) -> Callable[[AttributeContext], Type] | None:
+        routing = self._routing or self._make_routing()
         attribute = fullname.rpartition(".")[2]
-        if attribute in self._optional_fields:
+        if attribute in routing.optional_fields:
             return self._narrow_optional_field
-        return self._anchor_attribute if attribute in self._payload_fields else None
+        return self._anchor_attribute if attribute in routing.payload_fields else None
 
     def _route_function(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
+        routing = self._routing or self._make_routing()
         return (
-            self._check_output_construction if matches(fullname, self._output_classes)
-            else self._anchor_call if matches(fullname, self._anchors) or fullname == END_OF_MODULE_CALL
+            self._check_output_construction if routing.matches(fullname, routing.output_classes)
+            else self._anchor_call if routing.matches(fullname, routing.anchors) or fullname == END_OF_MODULE_CALL
             else None
         )
 
     def _route_method(self, fullname: str) -> Callable[[MethodContext], Type] | None:
-        return self._anchor_call if matches(fullname, self._anchors) else None
+        routing = self._routing or self._make_routing()
+        return self._anchor_call if routing.matches(fullname, routing.anchors) else None
+
+    def _make_routing(self) -> _Routing:
+        self._routing = _Routing()
+        return self._routing
 
     def get_additional_deps(self, file: MypyFile) -> list[tuple[int, str, int]]:
         if file.path.endswith(".py"):  # mypy has just parsed it
@@ -209,32 +221,43 @@ class KvlintPlugin(Plugin):
             self._worker_wanted = worker_wanted(os.environ.get(WORKER_ENV), _default_worker(self.options))
         return self._worker_wanted
 
-    def report_config_data(self, ctx: ReportConfigContext) -> list[str] | None:
+    def report_config_data(self, ctx: ReportConfigContext) -> str | None:
         """What mypy stores with a module and compares on the next run: a change makes the module stale.
 
         mypy asks for every module it loads, its cached ones too (3,709 in a warm run over vLLM): the answer
         is made once per directory and per configuration, and looked up by the directory as the path spells
-        it (everything up to its last separator: one spelling names one directory)."""
-        path = ctx.path
-        if not path.endswith(".py"):
+        it (everything before its last separator: one spelling names one directory)."""
+        if _POSIX_SPELLING:
+            directory, separator, name = ctx.path.rpartition("/")
+            directory = directory or separator  # "/x.py" is in "/", "x.py" in "" (the current directory)
+        else:
+            directory, name = os.path.split(ctx.path)
+        if name[-3:] != ".py":
             return None
-        directory = path[:path.rfind(os.sep) + 1] if os.altsep is None else os.path.dirname(path)
         known = self._config_data.get(directory)
         if known is None:
-            known = self._config_data[directory] = self._config_data_of(self._config_for(path))
-        return list(known)
+            source = self._sources.of_directory(_absolute_directory(directory))
+            known = self._config_data[directory] = self._config_data_of(source)
+        return known
 
-    def _config_data_of(self, config: Config | ConfigError) -> list[str]:
-        if isinstance(config, ConfigError):
-            return [plugin_version(), f"configuration error: {config}"]
-        known = self._config_data_by_config.get(config)  # a tree's directories share a handful
-        if known is None:
-            # one digest of the settings: mypy stores this with every module and round-trips it through JSON
-            # at every run, cached modules too (the six strings it was cost a warm run over vLLM 1.5%)
-            settings = json.dumps([config.fingerprint(), config.select, config.ignore, _silencing(config)])
-            known = self._config_data_by_config[config] = [
-                plugin_version(), hashlib.sha256(settings.encode()).hexdigest()[:32],
-            ]
+    def _config_data_of(self, source: Source | ConfigError) -> str:
+        """The answer for the modules of the directories whose configuration comes from `source` (a tree's
+        directories share a handful): kvlint's version and one digest of what identifies its sources and of the
+        settings. mypy stores it with every module and reads it back, and compares it, at every run, cached
+        modules too: one short string (the six strings it once was cost a warm run over vLLM 1.5%)."""
+        known = self._config_data_by_source.get(source)
+        if known is not None:
+            return known
+        if isinstance(source, ConfigError):
+            settings: list[object] = ["configuration error", str(source)]
+        elif source[0] == "root":  # no file configures kvlint here: the defaults, which the plugin's version covers
+            # (kvlint's sources), and the directories their globs are matched from; no `Config` is built
+            settings = ["defaults", os.path.abspath(source[1] or os.getcwd()), os.getcwd()]
+        else:
+            config = self._loader().for_source(source)
+            settings = (["configuration error", str(config)] if isinstance(config, ConfigError)
+                        else [config.fingerprint(), config.select, config.ignore, _silencing(config)])
+        known = self._config_data_by_source[source] = f"{kvlint.__version__}+{_digest([plugin_version(), settings])}"
         return known
 
     # -- callbacks -------------------------------------------------------------------------------------------
@@ -334,12 +357,39 @@ class KvlintPlugin(Plugin):
         directory = os.path.dirname(path)  # as mypy spells it: a run's paths share a few hundred directories
         config = self._directory_configs.get(directory)
         if config is None:
-            config = self._directory_configs[directory] = self._configs.for_file(path)
+            config = self._directory_configs[directory] = self._loader().for_file(path)
         return config
 
-    def _project_config(self) -> list[Config]:
-        config = config_for_directory(os.getcwd())
-        return [config] if isinstance(config, Config) else []  # a bad config is reported per module
+    def _loader(self) -> DirectoryConfigs:
+        """What each directory's configuration says (`kvlint.config`, imported here: a run that mypy's cache
+        serves needs only where each comes from)."""
+        if self._configs is None:
+            from kvlint.config import DirectoryConfigs
+
+            self._configs = DirectoryConfigs(sources=self._sources)
+        return self._configs
+
+
+class _Routing:
+    """The names that get a hook: those of the default configuration and of the current directory's (each module
+    is judged by its own)."""
+
+    def __init__(self) -> None:
+        from kvlint.binding.names import matches
+        from kvlint.config import Config, config_for_directory
+
+        project = config_for_directory(os.getcwd())
+        routing = [Config(), *([project] if isinstance(project, Config) else [])]  # a bad one is reported per module
+        self.matches = matches
+        self.optional_fields = frozenset(name for config in routing for name in config.optional_fields)
+        self.payload_fields = frozenset(name for config in routing for name in config.payload_optional_fields)
+        self.output_classes = tuple(name for config in routing for name in config.output_classes)
+        self.anchors = tuple(
+            name for config in routing for name in (
+                *config.payload_classes, *config.connector_guards, *config.connector_contexts,
+                *config.optional_contexts, *config.connector_functions,
+            )
+        )
 
 
 class _Routes(dict[str, Callable[..., Type] | None]):
@@ -462,6 +512,10 @@ def _configuration_error(message: str) -> Exception:
         return RuntimeError(message)
 
 
+def _digest(settings: object) -> str:
+    return hashlib.sha256(json.dumps(settings).encode()).hexdigest()[:32]
+
+
 def _silencing(config: Config) -> list[str]:
     """What decides the codes that `per-file-ignores` and the test-code policy silence in a module, besides its
     path (fixed for a module's entry in mypy's cache): the settings and the directory their patterns are
@@ -474,15 +528,36 @@ def _silencing(config: Config) -> list[str]:
     return ["-", root, os.getcwd(), settings]
 
 
+_POSIX_SPELLING = os.sep == "/" and os.altsep is None
+
+
+def _absolute_directory(directory: str) -> str:
+    """`os.path.abspath` of a module's directory as `report_config_data` spells it (the module's path before its
+    last separator; "" for the current directory, "/" for the root), without `abspath`'s work on a spelling that
+    has nothing to normalise: no `.` or `..` part, no empty one."""
+    framed = f"/{directory}/"
+    if (_POSIX_SPELLING and directory and "//" not in framed[1:] and "/./" not in framed
+            and "/../" not in framed):
+        if directory[0] == "/":
+            return directory
+        current = os.getcwd()
+        return f"{current}/{directory}" if current != "/" else f"/{directory}"
+    return os.path.abspath(directory or os.curdir)
+
+
 def _position(context: Context) -> tuple[int, int]:
     return context.line, context.column
 
 
 def _narrowed_classes(config: Config) -> tuple[str, ...]:
+    from kvlint.config import Config
+
     return NARROWED_BY_DEFAULT if config.output_classes == Config().output_classes else config.output_classes
 
 
 def _is_instance_of(receiver: Type, classes: tuple[str, ...]) -> bool:
+    from kvlint.binding.names import matches
+
     receiver = get_proper_type(receiver)
     return isinstance(receiver, Instance) and any(matches(info.fullname, classes) for info in receiver.type.mro)
 

@@ -15,10 +15,12 @@ from kvlint.config import (
     DirectoryConfigs,
     config_from_mapping,
     config_for_directory,
+    config_of_source,
     find_config_file,
     kv_overrides,
     load_config,
 )
+from kvlint.config_files import DirectorySources, source_of
 
 
 def write(path: Path, text: str) -> Path:
@@ -673,29 +675,24 @@ def test_directory_configs_answer_as_a_search_from_each_directory_would(project:
 def test_sibling_directories_share_the_search_above_them(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """mypy and flake8 ask for the configuration of every module's directory: the walk up from a sibling
     ends where an earlier one passed, so the cost grows with the directories, not their depth times them."""
-    from kvlint import config as config_module
+    from kvlint import config_files
 
     deep = project.joinpath(*(f"level{n}" for n in range(12)))
     siblings = [deep / f"sibling{n}" for n in range(40)]
     for directory in siblings:
         directory.mkdir(parents=True)
     looked_at: list[str] = []
-    real = config_module._is_regular_file
-    monkeypatch.setattr(config_module, "_is_regular_file", lambda path: looked_at.append(str(path)) or real(path))
+    real = config_files._is_regular_file
+    monkeypatch.setattr(config_files, "_is_regular_file", lambda path: looked_at.append(str(path)) or real(path))
     configs = DirectoryConfigs()
     assert all(configs.for_file(str(directory / "m.py")) == Config(root=project) for directory in siblings)
     per_directory = 2 * 2  # pyproject.toml and setup.cfg, by the configuration search and by the root search
     assert len(looked_at) <= per_directory * (len(siblings) + 13 + 1)  # each sibling, the levels, the project
 
 
-@pytest.mark.parametrize("order", ["deepest first", "shallowest first"])
-def test_a_directory_takes_its_parents_configuration_only_where_a_search_from_it_would(
-    project: Path, order: str
-) -> None:
-    """`DirectoryConfigs` gives a directory its parent's configuration when it holds none of the names a
-    search stops at and has its parent's owner: a `.git`, a `setup.cfg` or `pyproject.toml` of any content
-    (one without a kvlint section is passed, but could move the project root), a broken symlink of one of
-    those names, or another owner each make it search for itself, and must give what that search gives."""
+def _directories_with_every_stop(project: Path) -> list[Path]:
+    """A configured project whose directories hold each name a search stops at, or another owner, and directories
+    without one below them."""
     write(project / "pyproject.toml", "[tool.kvlint]\nselect = ['KVC001']\n")
     plain = project / "pkg" / "plain" / "deeper"
     plain.mkdir(parents=True)
@@ -713,13 +710,47 @@ def test_a_directory_takes_its_parents_configuration_only_where_a_search_from_it
         (project / "pkg" / "theirs" / "inner").mkdir(parents=True)
         os.chown(project / "pkg" / "theirs", 65534, 65534)
         directories += [project / "pkg" / "theirs", project / "pkg" / "theirs" / "inner"]
+    return directories
+
+
+@pytest.mark.parametrize("order", ["deepest first", "shallowest first"])
+def test_a_directory_takes_its_parents_configuration_only_where_a_search_from_it_would(
+    project: Path, order: str
+) -> None:
+    """`DirectoryConfigs` gives a directory its parent's configuration when it holds none of the names a
+    search stops at and has its parent's owner: a `.git`, a `setup.cfg` or `pyproject.toml` of any content
+    (one without a kvlint section is passed, but could move the project root), a broken symlink of one of
+    those names, or another owner each make it search for itself, and must give what that search gives."""
+    directories = _directories_with_every_stop(project)
     if order == "deepest first":
         directories.sort(key=lambda directory: -len(directory.parts))
     configs = DirectoryConfigs()
     found = {directory: configs.for_file(str(directory / "m.py")) for directory in directories}
     for directory, config in found.items():
         assert config == config_for_directory(str(directory)), directory
+    plain = project / "pkg" / "plain" / "deeper"
     assert found[plain] is found[project]  # inherited, not searched again
     assert found[project / "pkg" / "cfg" / "inner"].select == ("KVC002",)
     assert found[project / "pkg" / "vendored" / "inner"].select == ("KVC001",)  # searched, and passed
     assert found[project / "pkg" / "repo" / "inner"].select == ()  # the inner repository's own defaults
+    assert found[project / "pkg" / "repo"] is found[project / "pkg" / "repo" / "inner"]  # one Config a source
+
+
+@pytest.mark.parametrize("order", ["deepest first", "shallowest first"])
+def test_directory_sources_answer_as_each_directorys_own_search(project: Path, order: str) -> None:
+    """`DirectorySources` (what the mypy plugin's answer for mypy's cache is made of, without a `Config`) keeps
+    for each directory what a search from it finds, `config_files.source_of`, and that stands for the very
+    configuration `config_for_directory` loads there."""
+    directories = _directories_with_every_stop(project)
+    if order == "deepest first":
+        directories.sort(key=lambda directory: -len(directory.parts))
+    sources = DirectorySources()
+    found = {directory: sources.of_directory(str(directory)) for directory in directories}
+    for directory, source in found.items():
+        assert source == source_of(str(directory)), directory
+        assert config_of_source(source) == config_for_directory(str(directory)), directory
+    assert found[project / "pkg" / "plain" / "deeper"] == ("file", str(project / "pyproject.toml"))
+    assert found[project / "pkg" / "cfg" / "inner"] == ("file", str(project / "pkg" / "cfg" / "setup.cfg"))
+    assert found[project / "pkg" / "repo" / "inner"] == ("root", str(project / "pkg" / "repo"))
+    (project / "pyproject.toml").unlink()
+    assert source_of(str(project / "pkg" / "plain")) == ("root", str(project))  # the project's .git (fixture)

@@ -483,6 +483,80 @@ def test_a_bad_kvlint_configuration_is_reported(mypy: Mypy, tmp_path: Path) -> N
     assert all(line.split(": error: ")[1].startswith(complaint) and ":1:1: error:" in line for line in reported)
 
 
+CONFIG_DATA = """
+import json, os, sys
+from mypy.options import Options
+from mypy.plugin import ReportConfigContext
+import mypy.version
+import kvlint.mypy_plugin as plugin
+instance = plugin.plugin(mypy.version.__version__)(Options())
+answers = [instance.report_config_data(ReportConfigContext("m", path, True)) for path in sys.argv[1:]]
+print(json.dumps([answers, "kvlint.config" in sys.modules]))
+"""
+
+
+def test_the_data_stored_with_each_module_follows_its_configuration(mypy: Mypy, tmp_path: Path) -> None:
+    """`report_config_data`, what mypy compares for each module at every run (a change makes it stale), in a
+    fresh process each time as mypy's runs are: the same while nothing changes; a new project root below (the
+    defaults' globs are matched from it), a kvlint section, an edit of its settings and an error in it each
+    change the answer of the modules below and nowhere else, while an edit of another tool's section does not.
+    Where no file configures kvlint, it is made without reading any settings (`kvlint.config` is not imported:
+    a run that mypy's cache serves pays only for the directories' four system calls)."""
+    (tmp_path / ".git").mkdir()
+    for module in ("pkg/a.py", "pkg/sub/b.py", "pkg/sub/deep/c.py", "pkg/stubs.pyi"):
+        (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / module).write_text("x = 1\n")
+    spelled = ["pkg/a.py", "pkg/sub/b.py", "pkg/sub/deep/c.py", str(tmp_path / "pkg/sub/b.py"), "pkg/stubs.pyi",
+               "./pkg/sub/../sub/b.py"]
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+
+    def data() -> tuple[dict[str, str], bool]:
+        completed = subprocess.run([str(mypy.python), "-c", CONFIG_DATA, *spelled], cwd=tmp_path, env=environment,
+                                   capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+        assert completed.returncode == 0, completed.stderr
+        answers, settings_read = json.loads(completed.stdout)
+        found = {path: json.dumps(answer) for path, answer in zip(spelled, answers)}  # what mypy stores
+        assert found.pop(str(tmp_path / "pkg/sub/b.py")) == found.pop("./pkg/sub/../sub/b.py") == found["pkg/sub/b.py"]
+        assert found.pop("pkg/stubs.pyi") == "null"  # a stub is never analysed
+        return found, settings_read
+
+    first, settings_read = data()
+    assert len(set(first.values())) == 1 and not settings_read  # one project root, the defaults
+    assert data() == (first, False)
+    nested = tmp_path / "pkg" / "sub" / "pyproject.toml"
+    history = [first]
+
+    def edit(text: str) -> dict[str, str]:
+        nested.write_text(text)
+        found, _ = data()
+        assert found["pkg/a.py"] == first["pkg/a.py"]
+        assert found["pkg/sub/b.py"] == found["pkg/sub/deep/c.py"]
+        return found
+
+    root_moved = edit("[project]\nname = 'sub'\n")  # no kvlint section: the root the defaults' globs start from
+    configured = edit("[tool.kvlint]\nselect = ['KVC001']\n")
+    edited = edit("[tool.kvlint]\nselect = ['KVC002']\n")
+    unrelated = edit("[tool.kvlint]\nselect = ['KVC002']\n\n[tool.ruff]\nline-length = 99\n")
+    broken = edit("[tool.kvlint]\nselekt = ['KVC002']\n")
+    history += [root_moved, configured, edited, broken]
+    assert len({answers["pkg/sub/b.py"] for answers in history}) == len(history)
+    assert unrelated == edited
+
+
+def test_a_modules_directory_is_the_one_abspath_names(mypy: Mypy, tmp_path: Path) -> None:
+    """`report_config_data` keys its answer by a module's directory as mypy spells it and names it absolute
+    without `os.path.abspath` where the spelling has nothing to normalise: the same directory either way."""
+    spellings = ["", "/", "pkg", "pkg/sub", "/abs/x", "pkg/./sub", "pkg/../sub", "./pkg", "../x", "a//b", "a/", ".",
+                 "..", "a/..", "a/.", ".hidden/x", "x/...", "/a/../b", "//a", "a.b/c"]
+    script = ("import json, os, sys\nfrom kvlint.mypy_plugin import _absolute_directory as absolute\n"
+              "print(json.dumps([[absolute(d), os.path.abspath(d or '.')] for d in sys.argv[1:]]))")
+    for cwd in (tmp_path, Path("/")):
+        completed = subprocess.run([str(mypy.python), "-c", script, *spellings], cwd=cwd, capture_output=True,
+                                   text=True, timeout=300, stdin=subprocess.DEVNULL)
+        assert completed.returncode == 0, completed.stderr
+        assert all(ours == theirs for ours, theirs in json.loads(completed.stdout)), completed.stdout
+
+
 def test_the_daemon_restarts_when_the_kvlint_configuration_changes(mypy: Mypy, tmp_path: Path) -> None:
     """`dmypy run` compares each plugin's `__version__` before every run; kvlint's carries a digest of its
     configuration, so an edited `[tool.kvlint]` restarts the daemon instead of leaving every unchanged file's
