@@ -39,7 +39,8 @@ from kvlint.rules import (
 )
 from kvlint.sites import Site, SiteKind, Span
 from kvlint.source import (
-    SourceError, decode_source, parse_source, parsed_batches, parses_in_batches, reject_nul, split_lines,
+    SourceError, decode_source, decode_source_as, parse_source, parsed_batches, parses_in_batches, reject_nul,
+    split_lines,
 )
 from kvlint.binding.declarations import (
     Declaration, batch_declarations, declared_exports, module_declarations, producer_facts_wanted, top_level_types,
@@ -170,9 +171,10 @@ def prepare_source(
         prepared.error = Finding(display_path, 1, 0, SYNTAX_ERROR, message, 1, 0)
         return prepared
     try:
-        text = decode_source(data) if isinstance(data, bytes) else _checked_text(data)
+        # the text mentions a name where the bytes do, unless they were not UTF-8 (a name is no part of a BOM)
+        text, encoding = decode_source_as(data) if isinstance(data, bytes) else (_checked_text(data), "utf-8")
         prepared.text = text
-        if not mentions_any(text, names):
+        if encoding not in ("utf-8", "utf-8-sig") and not mentions_any(text, names):
             return prepared
         prepared.relevant = True
         if parses_in_batches(text) and _prepare_in_batches(prepared, text, config):

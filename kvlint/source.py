@@ -142,6 +142,11 @@ _WIDE_BOM_MARKS = tuple(bom for bom, _ in _WIDE_BOMS)
 
 def decode_source(data: bytes) -> str:
     """Decode source bytes as Python does (BOM, coding cookie, UTF-8 default)."""
+    return decode_source_as(data)[0]
+
+
+def decode_source_as(data: bytes) -> tuple[str, str]:
+    """`decode_source`, and the codec it decoded with (`utf-8`, `utf-8-sig` or the coding cookie's)."""
     if data.startswith(_WIDE_BOM_MARKS):  # one test for the four
         name = next(name for bom, name in _WIDE_BOMS if data.startswith(bom))
         raise SourceError(
@@ -167,7 +172,7 @@ def decode_source(data: bytes) -> str:
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1)
         name = "utf-8" if encoding == "utf-8-sig" else encoding
         raise SourceError(f"cannot decode as {name}: {exc.reason} at byte {exc.start}", line, column) from None
-    return text
+    return text, encoding
 
 
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")

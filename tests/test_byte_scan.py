@@ -111,3 +111,19 @@ def test_the_scan_names_are_worked_out_per_configuration_and_extra_names():
         assert _scan_names(both, ("step_state",)) == (*both.names(), "step_state")
         assert _scan_names(kv_only, ()) == kv_only.names() != both.names()
     assert _scan_names(both, iter(["step_state", "step_state"])) == (*both.names(), "step_state")
+
+
+def test_a_file_not_in_utf_8_is_scanned_again_as_text() -> None:
+    """UTF-8 text mentions a name exactly where its bytes do, so `prepare_source` takes the byte scan's word for
+    it; bytes in another encoding are scanned again once decoded: EBCDIC bytes that spell the field's name in
+    ASCII do not mention it (nor parse), Latin-1 ones do, and a UTF-8 file with a BOM does."""
+    from kvlint.engine import prepare_source
+
+    body = b"def f(out):\n    return out.kv_connector_output.finished_sending\n"
+    config = Config()
+    assert mentions_any(b"# coding: cp500\n" + body, config.names())
+    ebcdic = prepare_source(b"# coding: cp500\n" + body, "e.py", config, "e")
+    assert not ebcdic.relevant and ebcdic.error is None
+    latin = prepare_source(b"# coding: latin-1\n# caf\xe9\n" + body, "l.py", config, "l")
+    assert latin.relevant and "kv_connector_output" in latin.text
+    assert prepare_source(b"\xef\xbb\xbf" + body, "b.py", config, "b").relevant
