@@ -156,6 +156,9 @@ class KvlintPlugin(Plugin):
         self._analyses: dict[str, ModuleAnalysis] = {}
         self._dereferences: dict[str, tuple[ModuleAnalysis, ModuleDereferences]] = {}
         self._sources = DirectorySources()  # where each directory's configuration comes from
+        # what the paths mypy gives are relative to: mypy never changes it (the answers kept by the path as spelled
+        # count on that too), so it is asked once, not once for each directory
+        self._current_directory = os.getcwd()
         self._configs: DirectoryConfigs | None = None  # what it says, made at the first module that needs it
         self._directory_configs: dict[str, Config | ConfigError] = {}
         self._ends: dict[str, Statement] = {}  # the statement appended to each module's tree
@@ -236,7 +239,7 @@ class KvlintPlugin(Plugin):
             return None
         known = self._config_data.get(directory)
         if known is None:
-            source = self._sources.of_directory(_absolute_directory(directory))
+            source = self._sources.of_directory(_absolute_directory(directory, self._current_directory))
             known = self._config_data[directory] = self._config_data_of(source)
         return known
 
@@ -531,18 +534,17 @@ def _silencing(config: Config) -> list[str]:
 _POSIX_SPELLING = os.sep == "/" and os.altsep is None
 
 
-def _absolute_directory(directory: str) -> str:
-    """`os.path.abspath` of a module's directory as `report_config_data` spells it (the module's path before its
-    last separator; "" for the current directory, "/" for the root), without `abspath`'s work on a spelling that
-    has nothing to normalise: no `.` or `..` part, no empty one."""
+def _absolute_directory(directory: str, current: str) -> str:
+    """A module's directory as `report_config_data` spells it (the module's path before its last separator; ""
+    for the current directory `current`, "/" for the root), absolute as `os.path.abspath` spells it, without its
+    work on a spelling that has nothing to normalise: no `.` or `..` part, no empty one."""
     framed = f"/{directory}/"
     if (_POSIX_SPELLING and directory and "//" not in framed[1:] and "/./" not in framed
             and "/../" not in framed):
         if directory[0] == "/":
             return directory
-        current = os.getcwd()
         return f"{current}/{directory}" if current != "/" else f"/{directory}"
-    return os.path.abspath(directory or os.curdir)
+    return os.path.normpath(os.path.join(current, directory))
 
 
 def _position(context: Context) -> tuple[int, int]:

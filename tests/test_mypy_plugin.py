@@ -549,7 +549,7 @@ def test_a_modules_directory_is_the_one_abspath_names(mypy: Mypy, tmp_path: Path
     spellings = ["", "/", "pkg", "pkg/sub", "/abs/x", "pkg/./sub", "pkg/../sub", "./pkg", "../x", "a//b", "a/", ".",
                  "..", "a/..", "a/.", ".hidden/x", "x/...", "/a/../b", "//a", "a.b/c"]
     script = ("import json, os, sys\nfrom kvlint.mypy_plugin import _absolute_directory as absolute\n"
-              "print(json.dumps([[absolute(d), os.path.abspath(d or '.')] for d in sys.argv[1:]]))")
+              "print(json.dumps([[absolute(d, os.getcwd()), os.path.abspath(d or '.')] for d in sys.argv[1:]]))")
     for cwd in (tmp_path, Path("/")):
         completed = subprocess.run([str(mypy.python), "-c", script, *spellings], cwd=cwd, capture_output=True,
                                    text=True, timeout=300, stdin=subprocess.DEVNULL)
