@@ -11,6 +11,9 @@ only what can change a verdict:
   one level further, the modules that declare its classes' bases and what it re-exports of what was asked;
 - a module that defines a function the relevant files call as a statement or in a condition, where it
   may never return or be a `TypeGuard`/`TypeIs` predicate (a `NoReturn` helper in a sibling module).
+- a package the relevant files import a name from that it binds by an import of its own (`worker/__init__.py`
+  doing `from .gpu_model_runner import GPUModelRunner`): its import table, followed to where the name is
+  declared, at the depth of the import that asked for it (a re-export is where a name is, not one more import).
 
 What imports the run's files, rather than what they import, is read from the rest of the project when the
 run is not the whole project (the pre-commit hook): the callers of a function that parks a KV output on the
@@ -113,7 +116,11 @@ def imported_declarations(
             continue
         is_package = path.name.startswith("__init__")
         relevant = entry.whole and mentions_any(data, names)
-        if relevant or (entry.called and is_package):  # a package: what it re-exports needs its imports
+        asked_names = sorted(imported_names.get(module, ())) if is_package and entry.whole else []
+        # a package asked for a name it may bind by an import (`from vllm.v1.worker import GPUModelRunner`,
+        # which `worker/__init__.py` re-exports): its imports say where the name is declared
+        reexporting = not relevant and any(name.encode() in data for name in asked_names)
+        if relevant or (entry.called and is_package) or reexporting:
             declarations = declare(data, module, is_package)
         else:
             called = _called_definitions(data, entry.called)  # only those functions: a module is 1,000 lines
@@ -141,7 +148,12 @@ def imported_declarations(
                 exported.append(name)
                 for star in decl.stars:
                     want(f"{star}.{name}", entry.depth + 1, called=True)
-            if exported and not (relevant or defines_called):  # the binder follows the re-export through it
+            passed_on = [name for name in asked_names if name in aliases] if reexporting else []
+            for name in passed_on:  # where the name it re-exports is: as near as if it were imported there
+                want(aliases[name], entry.depth)
+                target_module, _, target_name = aliases[name].rpartition(".")
+                imported_names.setdefault(target_module, set()).add(target_name)
+            if (exported or passed_on) and not (relevant or defines_called):  # the binder follows the re-export
                 found.append(dataclasses.replace(decl, outside=True))
             if relevant and entry.depth < MAX_IMPORT_DEPTH:
                 for name in sorted(imported_names.get(module, ())):  # what it re-exports of what was asked of it
