@@ -2,8 +2,9 @@
 
 `fixtures/binding/project` is a package whose verdicts rest on what its imports bind (a test double beside
 the real payload class, helpers in sibling modules, package re-exports of helpers and of runner bases,
-`TypeGuard`/`TypeIs`, `async def`, a `Future.result()` beside an unrelated `result()`); `fixtures/binding/plugin` is a platform plugin checked
-with and without a stand-in vLLM (`fixtures/binding/stand_in/`, written for these tests) on the search path.
+`TypeGuard`/`TypeIs`, `async def`, a `Future.result()` beside an unrelated `result()`);
+`fixtures/binding/plugin` is a platform plugin checked with and without a stand-in vLLM
+(`fixtures/binding/stand_in/`, written for these tests) on the search path.
 """
 
 from __future__ import annotations
@@ -261,6 +262,37 @@ def test_a_star_import_binds_the_public_names_its_module_declares(tmp_path: Path
     assert index.canonical("pkg._fail_quietly") == "pkg._fail_quietly"
     assert index.canonical("pkg.missing") == "pkg.missing"
     assert index.never_returns("fail", "pkg") and not index.never_returns("_fail_quietly", "pkg")
+
+
+def test_a_package_is_read_for_the_re_exports_a_class_of_the_run_builds_on_only(tmp_path: Path) -> None:
+    """`runners/__init__.py` names no configured name: it is read for what the run's classes build on or hold
+    (a base, an attribute's class), followed to where that is declared; a package re-exporting only what no
+    class of the run uses (vLLM's `config/__init__.py`) is not read at all."""
+    for package in ("runners", "settings"):
+        (tmp_path / package).mkdir()
+    (tmp_path / "runners" / "__init__.py").write_text("from runners.base import BaseRunner as Runner\n")
+    (tmp_path / "runners" / "base.py").write_text(
+        "from vllm.v1.outputs import KVConnectorOutput\n\n\n"
+        "class BaseRunner:\n    def take(self) -> KVConnectorOutput | None: ...\n"
+    )
+    (tmp_path / "settings" / "__init__.py").write_text("from settings.model import ModelSettings\n")
+    (tmp_path / "settings" / "model.py").write_text("class ModelSettings:\n    size: int = 0\n")
+    (tmp_path / "worker.py").write_text(
+        "from runners import Runner\nfrom settings import ModelSettings\n\n\n"
+        "class Worker:\n    def __init__(self, runner: Runner, settings: ModelSettings) -> None:\n"
+        "        self.runner = runner\n        self.size = settings.size\n\n"
+        "    def sent(self, out):\n        return out.kv_connector_output, self.runner.take().finished_sending\n"
+    )
+    from kvlint.binding.module_resolution import imported_declarations_for
+    from kvlint.engine import prepare_source
+
+    worker = prepare_source((tmp_path / "worker.py").read_bytes(), "worker.py", Config(), "worker", False)
+    found = imported_declarations_for(worker.declarations, Config(), [tmp_path / "worker.py"])
+    modules = {decl.module for decl in found if isinstance(decl, ModuleDecl)}
+    assert "runners" in modules and "settings" not in modules
+    assert any(getattr(decl, "qualname", "") == "runners.base.BaseRunner.take" for decl in found)
+    result = run([tmp_path / "worker.py"], Config(), jobs=1)
+    assert [(f.line, f.code) for f in result.findings] == [(11, "KVC001")]
 
 
 REALISTIC = sorted(path.name for path in FIXTURES.glob("realistic*") if path.is_dir())

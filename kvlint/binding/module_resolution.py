@@ -11,9 +11,10 @@ only what can change a verdict:
   one level further, the modules that declare its classes' bases and what it re-exports of what was asked;
 - a module that defines a function the relevant files call as a statement or in a condition, where it
   may never return or be a `TypeGuard`/`TypeIs` predicate (a `NoReturn` helper in a sibling module).
-- a package the relevant files import a name from that it binds by an import of its own (`worker/__init__.py`
-  doing `from .gpu_model_runner import GPUModelRunner`): its import table, followed to where the name is
-  declared, at the depth of the import that asked for it (a re-export is where a name is, not one more import).
+- a package the relevant files import a class from, where their classes build on it or hold one, that the
+  package binds by an import of its own (`worker/__init__.py` doing `from .gpu_model_runner import
+  GPUModelRunner`): its import table, followed to where the class is declared, at the depth of the import
+  that asked for it (a re-export is where a name is, not one more import).
 
 What imports the run's files, rather than what they import, is read from the rest of the project when the
 run is not the whole project (the pre-commit hook): the callers of a function that parks a KV output on the
@@ -67,12 +68,14 @@ _PREDICATE_WORDS = (b"NoReturn", b"Never", b"TypeGuard", b"TypeIs", b"raise", b"
 
 def imported_declarations(
     importers: Iterable[ModuleDecl], search: SearchPath, known_modules: Iterable[str], names: Sequence[str],
-    declare: Callable[[bytes, str, bool], list[Declaration]],
+    declare: Callable[[bytes, str, bool], list[Declaration]], built_on: Collection[str] = (),
 ) -> list[Declaration]:
     """The declarations of the modules the importers (the run's relevant files) import that the run did not
     declare (the module's docstring says which are read), in a stable order. `declare` reads one module's
-    (`declarations_of`, through the result cache when the run has one)."""
+    (`declarations_of`, through the result cache when the run has one). `built_on`: the resolved names the
+    run's classes build on or hold (`_built_on`), the names followed through a package's re-export."""
     known = set(known_modules)
+    built_on = set(built_on)
     found: list[Declaration] = []
     wanted: dict[str, _Wanted] = {}  # what is still to read of each module
     order: list[tuple[int, str]] = []  # (depth, module) of each entry of `wanted` (and stale ones): a heap
@@ -116,7 +119,8 @@ def imported_declarations(
             continue
         is_package = path.name.startswith("__init__")
         relevant = entry.whole and mentions_any(data, names)
-        asked_names = sorted(imported_names.get(module, ())) if is_package and entry.whole else []
+        asked_names = sorted(name for name in imported_names.get(module, ()) if f"{module}.{name}" in built_on
+                             ) if is_package and entry.whole else []
         # a package asked for a name it may bind by an import (`from vllm.v1.worker import GPUModelRunner`,
         # which `worker/__init__.py` re-exports): its imports say where the name is declared
         reexporting = not relevant and any(name.encode() in data for name in asked_names)
@@ -151,6 +155,7 @@ def imported_declarations(
             passed_on = [name for name in asked_names if name in aliases] if reexporting else []
             for name in passed_on:  # where the name it re-exports is: as near as if it were imported there
                 want(aliases[name], entry.depth)
+                built_on.add(aliases[name])
                 target_module, _, target_name = aliases[name].rpartition(".")
                 imported_names.setdefault(target_module, set()).add(target_name)
             if (exported or passed_on) and not (relevant or defines_called):  # the binder follows the re-export
@@ -166,6 +171,19 @@ def imported_declarations(
                 want(base, entry.depth + 1)  # where its classes' bases are declared
             for name in sorted(_imported_type_names(declarations, names)):
                 want(name, entry.depth + 1)  # where a type it imports is declared: perhaps an alias of an Optional
+    return found
+
+
+def _built_on(declarations: Iterable[Declaration]) -> set[str]:
+    """The resolved names the classes declared here build on or hold: their bases, and the classes their
+    members are declared (or inferred) to be. Where one is a package's re-export, the MRO and the receivers'
+    classes need the package's imports followed; the rest of what a package re-exports cannot change a verdict
+    here (vLLM's `config/__init__.py` re-exports a hundred names)."""
+    found: set[str] = set()
+    for decl in declarations:
+        if isinstance(decl, ClassDecl):
+            found.update(decl.bases)
+            found.update(type_.name for _, type_ in decl.members if type_.kind == "class")
     return found
 
 
@@ -260,13 +278,15 @@ def imported_declarations_for(
     `project_files`: where the project beyond the run is read from (`ProjectBeyondRun`), for a caller that
     runs on one file after another of one project (mypy's helper)."""
     importers = [decl for decl in declarations if isinstance(decl, ModuleDecl)]
+    built_on = _built_on(declarations)
     named = {os.path.abspath(path) for path in paths}
     names = {os.path.basename(path) for path in named}  # a file's own name first: `abspath` costs 5 us a file
     for source, data in skipped:
         if source.path.name in names and os.path.abspath(source.path) in named:
             module_name, is_package = module_name_for(source.path)
-            importers += [d for d in declarations_of(data, module_name, is_package, config)
-                          if isinstance(d, ModuleDecl)]
+            declared = declarations_of(data, module_name, is_package, config)
+            importers += [d for d in declared if isinstance(d, ModuleDecl)]
+            built_on |= _built_on(declared)
     if not importers:
         return []
     search = search if search is not None else run_search_path(config, paths)  # a caller's, to ask what it read
@@ -289,7 +309,8 @@ def imported_declarations_for(
         store.remember_declarations(key, declared)
         return declared
 
-    found = imported_declarations(importers, search, {decl.module for decl in importers}, config.names(), declare)
+    found = imported_declarations(importers, search, {decl.module for decl in importers}, config.names(), declare,
+                                  built_on)
     project = ProjectBeyondRun(config, paths if covered is None else covered, search, project_files)
     return (found + reads + caller_declarations(declarations, config, paths, search, project)
             + callee_declarations(declarations, config, project) + attribute_reads(declarations, project))

@@ -459,17 +459,6 @@ class TreeIndex:
         if known:
             self._reachable[module_name] = found
         return found
-        seen = {module_name}
-        stack = [module_name]
-        while stack:
-            for target in self.modules.get(stack.pop(), ()):
-                while target:
-                    if target in self.modules and target not in seen:
-                        seen.add(target)
-                        stack.append(target)
-                    target = target.rpartition(".")[0]
-        found = self._reachable[module_name] = frozenset(seen)
-        return found
 
     def _known_module(self, name: str) -> bool:
         """Whether the tree holds the module a dotted class name points into (then it is not there)."""
