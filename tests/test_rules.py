@@ -221,3 +221,48 @@ def test_the_registry_holds_every_rule_module_of_the_package() -> None:
         module = importlib.import_module(f"kvlint.rules.{name}")
         expected += getattr(module, "RULES", None) or [module.RULE]
     assert list(RULES.values()) == expected
+
+
+CONNECTOR_IDLE_STEP = """
+class Runner:
+    def idle_step(self, scheduler_output, field_name):
+        with self._get_kv_connector_output(scheduler_output) as kvo:
+            pass
+        output = copy.copy(EMPTY_MODEL_RUNNER_OUTPUT)
+{attach}
+        return output
+"""
+
+
+@pytest.mark.parametrize(("attach", "codes"), [
+    ("        setattr(output, field_name, kvo)", []),  # may set either field: each counts as set
+    ("        setattr(output, 'kv_connector_output', kvo)", []),
+    ("        for name, value in (('kv_connector_output', kvo),):\n            setattr(output, name, value)", []),
+    ("        for name in ('kv_connector_output', 'ec_connector_output'):\n"
+     "            setattr(output, name, getattr(self, name))", []),
+    ("        setattr(output, 'ec_connector_output', kvo)", ["KVC002"]),  # the wrong field: the KV output dropped
+    ("        output.note = kvo", ["KVC002"]),
+])
+def test_a_field_set_by_name_attaches_for_each_invariant_it_may_be(attach: str, codes: list[str]) -> None:
+    """`setattr(out, name, value)` with a name the code cannot read may set the KV or the EC field: each counts
+    as set, the second no less than the first (each attach starts from what the one before left)."""
+    assert _codes(CONNECTOR_IDLE_STEP.format(attach=attach)) == codes
+
+
+@pytest.mark.parametrize(("loop", "codes"), [
+    ("for _ in (scheduler_output,):", []),  # a literal with an element: the body runs
+    ("for _ in [scheduler_output, *more]:", []),
+    ("for _ in more:", ["KVC001"]),  # may run no time: the field read before, maybe None
+    ("for _ in (*more,):", ["KVC001"]),
+])
+def test_a_loop_over_a_literal_with_an_element_runs_its_body(loop: str, codes: list[str]) -> None:
+    source = (
+        "class Runner:\n"
+        "    def sent(self, scheduler_output, more):\n"
+        "        transfers = self._pending.kv_connector_output\n"
+        f"        {loop}\n"
+        "            with self._get_kv_connector_output(scheduler_output) as transfers:\n"
+        "                pass\n"
+        "        return len(transfers.finished_sending or ())\n"
+    )
+    assert _codes(source) == codes

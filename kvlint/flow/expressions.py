@@ -746,9 +746,11 @@ class Expressions:
             invariants = [self.context.invariants.of_field(name.value)]
         else:
             invariants = list(self.context.invariant_names)
+        receiver, key = args[0], ref_key(arguments[0].value)
         for invariant in invariants:
-            if invariant:
-                self.statements.attach(arguments[0].value, args[0], args[2], state, invariant)
+            if invariant:  # each attach starts from what the one before left: a copy then lacks neither field
+                self.statements.attach(arguments[0].value, receiver, args[2], state, invariant)
+                receiver = state.values.get(key, receiver) if key is not None else receiver
 
     def _container_method(
         self, node: ast.Call, name: str, receiver: Value, args: list[Value], state: NullnessState

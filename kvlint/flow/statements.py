@@ -30,6 +30,7 @@ from kvlint.flow.syntax import (
     _is_false_literal,
     _is_none_pattern,
     _is_true_literal,
+    _non_empty_literal,
     _pattern_names,
     operator_text,
     ref_key,
@@ -647,15 +648,18 @@ class Statements:
             self.assign(node.target, iterable.element or UNTRACKED, inner, None)
             return self.block(node.body, inner), exhausted
 
-        return self._loop(state, body, node.orelse)
+        return self._loop(state, body, node.orelse, runs_once=_non_empty_literal(node.iter))
 
     def _loop(
         self,
         entry: NullnessState,
         body: Callable[[NullnessState], tuple[NullnessState, NullnessState]],
         orelse: Sequence[ast.stmt],
+        runs_once: bool = False,
     ) -> NullnessState:
-        """Run a loop to a fixpoint without recording, then once recording."""
+        """Run a loop to a fixpoint without recording, then once recording. `runs_once`: the body runs at least
+        once (a `for` over a literal with elements), so the loop ends only after it: `for name in
+        ("kv_connector_output",): setattr(out, name, kvo)` attaches on every path out."""
         recording = self.context.recording
         head = entry
         if self.context.fixpoint_depth < MAX_FIXPOINT_DEPTH:
@@ -676,6 +680,8 @@ class Statements:
         self.context.loops.append(frame)
         end, exit_state = body(head.copy())
         self.context.loops.pop()
+        if runs_once:
+            exit_state = self.narrowing.join_all([end, *frame.continues])
         if orelse:
             exit_state = self.block(orelse, exit_state)
         return self.narrowing.join_all([exit_state, *frame.breaks])

@@ -58,6 +58,13 @@ def _is_true_literal(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) in (bool, int) and bool(node.value)
 
 
+def _non_empty_literal(node: ast.expr) -> bool:
+    """A tuple, list or set display with an element that is not unpacked: iterating it runs a body once at least."""
+    return isinstance(node, (ast.Tuple, ast.List, ast.Set)) and any(
+        not isinstance(element, ast.Starred) for element in node.elts
+    )
+
+
 def _is_false_literal(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) in (bool, int) and not node.value
 
