@@ -145,9 +145,12 @@ def run(
             return (item, config, extra_names, suppress, fixes, sites) if isinstance(item, _Analysis) else item
 
         tasks = [task(w) for w in work] if cache is not None else map(task, _then_callers(work, build, extra_names))
-        analysed = pool.map(  # the index goes to each worker once (vLLM's is 0.3 MB), not with each file
+        # the index goes to each worker once (vLLM's is 0.3 MB), not with each file; every worker works while
+        # this process scans the skipped files: with one fewer, the other analysed its own files alone until
+        # the scan ended, and then took a share of the first's, which it had to prepare again
+        analysed = pool.map(
             _analyse, tasks, progress, on_crash=_analyse_crashed, shared=index, size=_work_size, batch=_analyse_batch,
-            route=_holder, away=_away,
+            route=_holder, away=_away, all_working=True,
         )
         if cache is None:
             index, changed = build.final()
