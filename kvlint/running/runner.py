@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from kvlint.running.cache import CachedFile, ResultCache
 
 PARALLEL_THRESHOLD = 4  # below this many files found, worker start-up costs more than it saves
-HELD_CHARACTERS = 1 << 14  # a prepared file up to this size stays in its worker (`_prepare_held`)
 _module_names = ModuleNames()  # this run's (`run` and `index_tree` start anew; a worker fills its own copy)
 
 
@@ -146,9 +145,12 @@ def run(
             return (item, config, extra_names, suppress, fixes, sites) if isinstance(item, _Analysis) else item
 
         tasks = [task(w) for w in work] if cache is not None else map(task, _then_callers(work, build, extra_names))
-        analysed = pool.map(  # the index goes to each worker once (vLLM's is 0.3 MB), not with each file
+        # the index goes to each worker once (vLLM's is 0.3 MB), not with each file; every worker works while
+        # this process scans the skipped files: with one fewer, the other analysed its own files alone until
+        # the scan ended, and then took a share of the first's, which it had to prepare again
+        analysed = pool.map(
             _analyse, tasks, progress, on_crash=_analyse_crashed, shared=index, size=_work_size, batch=_analyse_batch,
-            route=_holder, away=_away,
+            route=_holder, away=_away, all_working=True,
         )
         if cache is None:
             index, changed = build.final()
@@ -230,17 +232,19 @@ class _Analysis:
 
     display_path: str
     size: int
-    prepared: PreparedFile | None = None  # what this process has of it (for a held file: `_slim`)
+    prepared: PreparedFile | None = None  # what this process has of it (for a held file: `_slim`'s)
     unprepared: tuple[SourceFile, bytes, tuple[str, ...]] | None = None
     held: tuple[int, int] | None = None
 
-    def __getstate__(self) -> dict[str, object]:
-        state = dict(self.__dict__)
+    def __reduce__(self) -> tuple[type[_Analysis], tuple[object, ...]]:
+        """Pickled as the arguments that rebuild it (not a copy of its `__dict__`, 2 us more an item): a held
+        file without what the holder has, a file to prepare without what was made of its bytes (they are
+        smaller)."""
         if self.held is not None:
-            state["prepared"] = state["unprepared"] = None  # the holder has it
-        elif self.unprepared is not None:
-            state["prepared"] = None  # its bytes are smaller than what was made of them
-        return state
+            return _Analysis, (self.display_path, self.size, None, None, self.held)
+        if self.unprepared is not None:
+            return _Analysis, (self.display_path, self.size, None, self.unprepared)
+        return _Analysis, (self.display_path, self.size, self.prepared)
 
 
 def _away(task: _Task) -> _Task:
@@ -263,14 +267,16 @@ def _numbered(items: Iterable[Any], given: list[Any], start: int = 0) -> Iterato
         yield item
 
 
-def _prepared_work(given: list[tuple[SourceFile, bytes, Config, tuple[str, ...], int]],
-                   results: list[tuple[PreparedFile, int]]) -> tuple[list[PreparedFile], list[_Analysis]]:
+def _prepared_work(
+    given: list[tuple[SourceFile, bytes, Config, tuple[str, ...], int]],
+    results: list[tuple[PreparedFile | tuple[str, list[Declaration]], int]],
+) -> tuple[list[PreparedFile], list[_Analysis]]:
     """What this process has of the prepared files, and their analyses (each to the worker that holds it)."""
-    prepared = [p for p, _ in results]
+    prepared = [_unslim(p, source.display_path) for (p, _), (source, *_) in zip(results, given)]
     work = [  # a large file, or one whose worker crashed (no holder), is analysed as it came
         _Analysis(p.display_path, len(p.text), prepared=p, unprepared=(source, data, names) if holder else None,
                   held=(holder, number) if holder else None)
-        for (p, holder), (source, data, _, names, number) in zip(results, given)
+        for p, (_, holder), (source, data, _, names, number) in zip(prepared, results, given)
     ]
     return prepared, work
 
@@ -550,25 +556,34 @@ def _work_size(args: _Task) -> int:
     return args[0].size
 
 
-def _prepare_held(args: tuple[tuple[str, str], bytes, Config, tuple[str, ...], int]) -> tuple[PreparedFile, int]:
-    """`_prepare`; a small file is kept in this process for the analysis (`_held`), and what goes back is `_slim`
-    (from a worker: the parent itself gets the file as it holds it) and the process id; a large one goes back
-    whole (0: held nowhere), for any worker to analyse: large files are few, and going to whichever worker is
-    free, they keep the workers' shares of the analysis even."""
+def _prepare_held(
+    args: tuple[tuple[str, str], bytes, Config, tuple[str, ...], int],
+) -> tuple[PreparedFile | tuple[str, list[Declaration]], int]:
+    """`_prepare`; the file is kept in this process for the analysis (`_held`), and what goes back is `_slim`
+    (from a worker: the parent itself gets the file as it holds it) and the process id. A large file stays too:
+    sent back whole and out again to whichever worker was free, vLLM 0.33.0's 21 files over 16 K characters
+    cost 80 ms of pickling each way (40 ms of it in the parent while both workers waited for the index);
+    where the holders' shares come out uneven, the idle one takes the other's smallest files and prepares
+    them again (`WorkerPool.map`'s `route`)."""
     (path, display_path), data, config, extra_names, number = args
     module_name, is_package = _module_names(path)
     prepared = prepare_source(data, display_path, config, module_name, is_package, extra_names, keep_tree=True)
-    if len(prepared.text) > HELD_CHARACTERS:
-        return prepared, 0
     _held[number] = prepared
     return _slim(prepared) if in_worker() else prepared, os.getpid()
 
 
-def _slim(prepared: PreparedFile) -> PreparedFile:
-    """What the run needs of a prepared file where it does not analyse it: its text, declarations and status."""
-    return PreparedFile(prepared.display_path, prepared.module_name, text=prepared.text,
-                        declarations=prepared.declarations, relevant=prepared.relevant, error=prepared.error,
-                        fallback_error=prepared.fallback_error)
+def _slim(prepared: PreparedFile) -> tuple[str, list[Declaration]]:
+    """What the parent needs of a prepared file its worker keeps: its text and declarations (the tree index's
+    input), as a pair: a `PreparedFile` costs 11 us a file to pickle and unpickle, the pair 3 us."""
+    return prepared.text, prepared.declarations
+
+
+def _unslim(prepared: PreparedFile | tuple[str, list[Declaration]], display_path: str) -> PreparedFile:
+    """The parent's `PreparedFile` of a file as it came back: whole, or `_slim`."""
+    if isinstance(prepared, PreparedFile):
+        return prepared
+    text, declarations = prepared
+    return PreparedFile(display_path, "", text=text, declarations=declarations)
 
 
 def _prepare(args: tuple[SourceFile, bytes, Config, tuple[str, ...]]) -> PreparedFile:
