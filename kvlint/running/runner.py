@@ -273,7 +273,7 @@ def _prepared_work(
 ) -> tuple[list[PreparedFile], list[_Analysis]]:
     """What this process has of the prepared files, and their analyses (each to the worker that holds it)."""
     prepared = [_unslim(p, source.display_path) for (p, _), (source, *_) in zip(results, given)]
-    work = [  # a large file, or one whose worker crashed (no holder), is analysed as it came
+    work = [  # a file whose worker crashed on it (no holder) is analysed as it came
         _Analysis(p.display_path, len(p.text), prepared=p, unprepared=(source, data, names) if holder else None,
                   held=(holder, number) if holder else None)
         for p, (_, holder), (source, data, _, names, number) in zip(prepared, results, given)

@@ -150,10 +150,10 @@ class WorkerPool:
         `items` may be a generator that does work of its own (the runner reads and scans files in it): it is
         drawn from while the workers are busy, so that its work overlaps theirs. The first call that has two
         items starts two workers (fewer: this process does the work); more are forked as items wait for
-        one, up to `jobs`; while this process still reads a generator, one worker fewer works (they take turns,
-        the one idle longest first). `progress(done,
-        total)` is called per item once the total is known. `shared` is sent to each worker once, where
-        `function` reads it with `shared()`. With `size`, the largest waiting item is handed out first.
+        one, up to `jobs`; while this process still reads a generator, one worker fewer works (they take
+        turns, the one idle longest first). `progress(done, total)` is called per item once the total is
+        known. `shared` is sent to each worker once, where `function` reads it with `shared()`. With `size`,
+        the largest waiting item is handed out first.
         `batch(items)`, when given, is what a worker calls for a task's items instead of `function` on each (it
         must give what `function` would, item by item; a retried item gets `function` alone).
         `route(item)`: the process id of the worker that should take the item (it holds what the item needs),
