@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from kvlint.ownership import foreign_owner, trusted_owners
@@ -133,35 +133,12 @@ def find_config_file(start: Path, searched: dict[tuple[str, frozenset[int]], Pat
     for a caller that asks for many directories of one tree (mypy, flake8): a sibling's search
     ends where an earlier one passed.
     """
-    current = os.path.abspath(start)
-    if not os.path.isdir(current):
-        current = os.path.dirname(current)
-    trusted = trusted_owners(current)
-    passed: list[tuple[str, frozenset[int]]] = []  # where the search went on or stopped: all share its answer
-    found: Path | None = None
-    while True:
-        key = (current, trusted)
-        if searched is not None and key in searched:
-            found = searched[key]
-            break
-        passed.append(key)
-        if foreign_owner(current, trusted) is not None:
-            break
-        found, stop = _config_file_in(current, trusted)
-        if stop or os.path.exists(os.path.join(current, ".git")):
-            break
-        parent = os.path.dirname(current)
-        if parent == current:
-            break
-        current = parent
-    if searched is not None:
-        searched.update(dict.fromkeys(passed, found))
-    return found
+    return _search_up(start, searched, _config_file_in)
 
 
 def _config_file_in(directory: str, trusted: frozenset[int]) -> tuple[Path | None, bool]:
     """The directory's own pyproject.toml or setup.cfg with a kvlint section, and whether the search stops
-    here (it does at that file, and at one owned by someone untrusted)."""
+    here (it does at that file, at one owned by someone untrusted, and at the repository root)."""
 
     for name in ("pyproject.toml", "setup.cfg"):
         candidate = os.path.join(directory, name)
@@ -171,7 +148,7 @@ def _config_file_in(directory: str, trusted: frozenset[int]) -> tuple[Path | Non
             return None, True
         if _has_section(Path(candidate)):
             return Path(candidate), True
-    return None, False
+    return None, os.path.exists(os.path.join(directory, ".git"))
 
 
 def _foreign(path: str, trusted: frozenset[int]) -> bool:
@@ -195,6 +172,27 @@ def project_root(start: Path, searched: dict[tuple[str, frozenset[int]], Path | 
     `setup.cfg` in a shared parent must not make a project below it "tests". `searched` as for
     `find_config_file`.
     """
+    return _search_up(start, searched, _root_marked)
+
+
+def _root_marked(directory: str, trusted: frozenset[int]) -> tuple[Path | None, bool]:
+    """The directory itself if it holds a project's marker, and whether the search stops here (at any marker:
+    one owned by someone untrusted ends it with None)."""
+    markers = [os.path.join(directory, ".git")] if os.path.exists(os.path.join(directory, ".git")) else []
+    markers += [path for path in (os.path.join(directory, name) for name in ("pyproject.toml", "setup.cfg"))
+                if _is_regular_file(path)]
+    if not markers:
+        return None, False
+    return (None if any(_foreign(marker, trusted) for marker in markers) else Path(directory)), True
+
+
+def _search_up(
+    start: Path, searched: dict[tuple[str, frozenset[int]], Path | None] | None,
+    step: Callable[[str, frozenset[int]], tuple[Path | None, bool]],
+) -> Path | None:
+    """Walk from `start` (its directory, for a file) up to the filesystem's root, asking `step(directory,
+    trusted)` for (what it found, whether the search stops there); a directory owned by someone untrusted
+    stops it with None. Each directory passed, and where it stopped, shares the answer in `searched`."""
     current = os.path.abspath(start)
     if not os.path.isdir(current):
         current = os.path.dirname(current)
@@ -209,12 +207,8 @@ def project_root(start: Path, searched: dict[tuple[str, frozenset[int]], Path | 
         passed.append(key)
         if foreign_owner(current, trusted) is not None:
             break
-        markers = [os.path.join(current, ".git")] if os.path.exists(os.path.join(current, ".git")) else []
-        markers += [path for path in (os.path.join(current, name) for name in ("pyproject.toml", "setup.cfg"))
-                    if _is_regular_file(path)]
-        if markers:
-            if not any(_foreign(marker, trusted) for marker in markers):
-                found = Path(current)
+        found, stop = step(current, trusted)
+        if stop:
             break
         parent = os.path.dirname(current)
         if parent == current:
