@@ -29,6 +29,7 @@ from kvlint.config import Config, ConfigError, DirectoryConfigs
 if TYPE_CHECKING:  # the rules, sites and findings are imported where a module is analysed: a run that mypy's
     # cache serves entirely never needs them
     from kvlint.binding.declarations import Declaration
+    from kvlint.engine import PreparedFile
     from kvlint.findings import Finding
     from kvlint.running.cache import ResultCache
     from kvlint.sites import DerefTarget, Site
@@ -109,7 +110,7 @@ def analyse_module(path: str, config: Config | ConfigError) -> ModuleAnalysis:
     if scanned is not None:
         return scanned
     assert isinstance(config, Config) and key is not None
-    from kvlint.engine import analyse_prepared, prepare_source  # the engine only where it runs
+    from kvlint.engine import analyse_prepared  # the engine only where it runs
     from kvlint.binding.module_resolution import imported_declarations_for
     from kvlint.binding.tree_index import file_index
     from kvlint.sites import SiteKind
@@ -118,11 +119,13 @@ def analyse_module(path: str, config: Config | ConfigError) -> ModuleAnalysis:
     # `engine.analyse_source(..., imports_from=path)`, but each module the imports reach is declared once in
     # this process (the memo's key is its bytes), not once per importing file
     module_name, is_package = module_name_for(Path(path))
-    prepared = prepare_source(data, path, config, module_name, is_package)
+    imported = _imported(config)
+    prepared = imported.prepare(data, path, module_name, is_package)
     declared = list(prepared.declarations)
     if prepared.relevant:
-        declared += imported_declarations_for(declared, config, [Path(path)], store=_imported(config),
-                                              project_files=PROJECT_FILES)
+        declared += imported_declarations_for(declared, config, [Path(path)], store=cast("ResultCache", imported),
+                                              project_files=PROJECT_FILES,
+                                              analysed_declarations=imported.analysed_declarations)
     index = file_index(declared, [prepared.text] if prepared.relevant else [], config.payload_classes)
     report = analyse_prepared(prepared, config, index, fixes=False)
     return ModuleAnalysis(
@@ -183,12 +186,61 @@ class ImportedDeclarations:
     """What `imported_declarations_for` asks of a result cache, kept in memory for the process's life: the
     declarations of each module a relevant file's imports reach, by the module's bytes, so that the files
     importing one module (a tree's runners, workers and connectors share most of theirs) parse it once.
-    Keyed by content, it stays right when a module changes under a long-lived process (`dmypy`)."""
+    Keyed by content, it stays right when a module changes under a long-lived process (`dmypy`).
 
-    LIMIT = 4096  # entries; a larger set starts over
+    A module the process both analyses and reads, as an import or as a caller of a producer (most of the
+    relevant files of a tree: the runners import the outputs, the mixins and the connectors' base; the
+    workers call the runners), is parsed once: analysed first, what it declares is kept (`prepare`); read
+    first, its cheap stage is kept for its analysis (`analysed_declarations`)."""
 
-    def __init__(self) -> None:
-        self._known: dict[str, list[Declaration]] = {}
+    LIMIT = 4096  # entries of each memo; a larger set starts over
+    PREPARED_LIMIT = 256  # cheap stages of modules read before their analysis (a module mypy never parses stays)
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self._known: dict[str, list[Declaration]] = {}  # as imports (`declarations_of`), by `file_key`
+        self._declared: dict[str, list[Declaration]] = {}  # as the relevant files they are (`prepare_source`)
+        self._prepared: dict[str, PreparedFile] = {}  # the cheap stage of each of those read before its analysis
+
+    def prepare(self, data: bytes, path: str, module_name: str, is_package: bool) -> PreparedFile:
+        """`engine.prepare_source` of a file to analyse: the one kept from its read as an import or a caller,
+        when its bytes have not changed since; what it declares is kept for the files that read it next."""
+        key = self.file_key("", module_name, is_package, data)
+        prepared = self._prepared.pop(key, None)
+        if prepared is None:
+            from kvlint.engine import prepare_source
+
+            prepared = prepare_source(data, path, self.config, module_name, is_package)
+            self._keep(key, prepared)
+        else:
+            prepared.display_path = path  # kept only without an error: no finding holds the path
+        return prepared
+
+    def analysed_declarations(self, data: bytes, module_name: str, is_package: bool) -> list[Declaration] | None:
+        """`module_resolution.AnalysedDeclarations`: what a relevant file declares, from its analysis here or
+        from its cheap stage, kept for that analysis; None for bytes that mention no configured name."""
+        key = self.file_key("", module_name, is_package, data)
+        known = self._declared.get(key)
+        if known is not None or not mentions_any(data, _names(self.config)):
+            return known
+        from kvlint.engine import prepare_source
+
+        prepared = prepare_source(data, "", self.config, module_name, is_package)
+        if not self._keep(key, prepared):
+            return None
+        if len(self._prepared) >= self.PREPARED_LIMIT:
+            self._prepared.clear()
+        self._prepared[key] = prepared
+        return prepared.declarations
+
+    def _keep(self, key: str, prepared: PreparedFile) -> bool:
+        """Keep what a relevant file that parsed declares; False for any other."""
+        if not prepared.relevant or prepared.error is not None or prepared.fallback_error is not None:
+            return False
+        if len(self._declared) >= self.LIMIT:
+            self._declared.clear()
+        self._declared[key] = prepared.declarations
+        return True
 
     def file_key(self, display_path: str, module_name: str, is_package: bool, data: bytes | None,
                  digest: str | None = None) -> str:
@@ -204,12 +256,13 @@ class ImportedDeclarations:
         self._known[key] = declarations
 
 
-def _imported(config: Config) -> ResultCache:
-    """The process's `ImportedDeclarations` for this configuration (a module's declarations depend on it)."""
+def _imported(config: Config) -> ImportedDeclarations:
+    """The process's `ImportedDeclarations` for this configuration (a module's declarations depend on it); it has
+    the three methods `imported_declarations_for` calls on its store."""
     memo = _IMPORTED.get(config)
     if memo is None:
-        memo = _IMPORTED[config] = ImportedDeclarations()
-    return cast("ResultCache", memo)  # the three methods `imported_declarations_for` calls on its store
+        memo = _IMPORTED[config] = ImportedDeclarations(config)
+    return memo
 
 
 _IMPORTED: dict[Config, ImportedDeclarations] = {}
@@ -249,6 +302,11 @@ class ProjectMemo:
         self._known[key] = walk
         return walk.listed, walk.read, walk.found
 
+    def module_names(self, root: Path, config: Config) -> dict[Path, tuple[str, bool]]:
+        """The module names of the files of the walk `files_under` last gave (a file's module name stands as
+        long as the listings above it: the walk is done again when one of them changed)."""
+        return self._known[(os.path.abspath(root), config)].module_names
+
 
 @dataclass
 class _Walk:
@@ -260,6 +318,7 @@ class _Walk:
     directories: list[tuple[str, list[int] | None]]
     files: dict[str, tuple[list[int] | None, int]]  # each file read: its status key, and a time before its read
     started_ns: int  # when the walk began
+    module_names: dict[Path, tuple[str, bool]] = field(default_factory=dict)  # `ProjectMemo.module_names`
 
     @classmethod
     def of(cls, root: Path, config: Config, walk: Callable[[Path, Config], WalkResult]) -> _Walk:

@@ -358,3 +358,50 @@ def test_a_literal_all_is_what_a_star_import_binds(source: str, exports: tuple[s
     from kvlint.binding.declarations import declared_exports
 
     assert declared_exports(ast.parse(source)) == exports
+
+
+def _relevant_files(root: Path) -> list[tuple[Path, bytes, str, bool]]:
+    """(path, bytes, module name, is a package) of each file under `root` that mentions a configured name."""
+    from kvlint.byte_scan import mentions_any
+    from kvlint.source import module_name_for
+
+    names = Config().names()
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if not path.is_file():
+            continue
+        data = path.read_bytes()
+        if mentions_any(data, names):
+            found.append((path, data, *module_name_for(path)))
+    return found
+
+
+@pytest.mark.parametrize("where", ["fixtures", "vllm-0.33.0"])
+def test_a_module_analysed_and_read_as_an_import_declares_the_same_either_way(where: str) -> None:
+    """mypy's helper parses a module it both analyses and reads (as an import, or as a caller of a producer)
+    once: what the cheap stage declares, cut to `imported_view`, is what `declarations_of` reads of it, and its
+    connector-path calls are those a producer's callee lookup parses for. Every fixture, and real vLLM."""
+    from kvlint.binding.declarations import PathCalls, module_declarations, producer_facts_wanted
+    from kvlint.binding.module_resolution import declarations_of, imported_view
+    from kvlint.binding.names import ImportTable, walk_statements
+    from kvlint.engine import prepare_source
+    from kvlint.source import decode_source, parse_source
+
+    config = Config()
+    root = FIXTURES if where == "fixtures" else vllm_tree("0.33.0") / "vllm"
+    compared = calling = 0
+    for path, data, module, is_package in _relevant_files(root):
+        prepared = prepare_source(data, str(path), config, module, is_package)
+        if not prepared.relevant or prepared.error or prepared.fallback_error:
+            continue
+        compared += 1
+        assert imported_view(prepared.declarations) == declarations_of(data, module, is_package, config), path
+        text = decode_source(data)
+        tree = parse_source(text)
+        imports = ImportTable.from_statements(walk_statements(tree), module, is_package)
+        parsed = [decl for decl in module_declarations(tree, module, imports, config.empty_sentinels,
+                                                       *producer_facts_wanted(text, config))
+                  if isinstance(decl, PathCalls)]
+        assert [decl for decl in prepared.declarations if isinstance(decl, PathCalls)] == parsed, path
+        calling += bool(parsed)
+    assert compared > 40 and calling > 2, (compared, calling)

@@ -104,37 +104,49 @@ def test_a_file_that_mentions_no_configured_name_is_answered_by_the_byte_scan(tm
     assert scan_module(str(tmp_path / "gone.py"), config) == ModuleAnalysis()
 
 
-def test_the_face_analyses_as_the_engine_does_and_declares_each_imported_module_once(
+def test_the_face_analyses_as_the_engine_does_and_parses_each_module_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The helper runs for a whole mypy run: the modules the files import are declared once, by their bytes, and
-    each file's findings are those of `engine.analyse_source` with `imports_from`."""
+    """The helper runs for a whole mypy run: each module is parsed once, whether it is first analysed or first
+    read as an import of another (then its cheap stage waits for its analysis), and each file's findings are
+    those of `engine.analyse_source` with `imports_from`."""
     import kvlint.binding.module_resolution as module_resolution
+    import kvlint.engine as engine
 
     config = Config()
     paths = sorted(str(path) for path in (FIXTURES / "vllm_like").glob("*.py"))
     expected = {path: _engine_analysis(path, config) for path in paths}
     assert any(findings for findings, _ in expected.values()) and any(narrowed for _, narrowed in expected.values())
-    declared: list[str] = []
-    declarations_of = module_resolution.declarations_of
+    parsed: list[tuple[str, str]] = []  # (module, how): read as an import, prepared for an analysis or ahead of it
+    declarations_of, prepare_source = module_resolution.declarations_of, engine.prepare_source
 
-    def counted(data: bytes, module_name: str, is_package: bool, config: Config) -> list[Declaration]:
-        declared.append(module_name)
+    def counted_import(data: bytes, module_name: str, is_package: bool, config: Config) -> list[Declaration]:
+        parsed.append((module_name, "import"))
         return declarations_of(data, module_name, is_package, config)
 
-    monkeypatch.setattr(module_resolution, "declarations_of", counted)
+    def counted_prepare(data: bytes, display_path: str, *args: object, **kwargs: object) -> engine.PreparedFile:
+        prepared = prepare_source(data, display_path, *args, **kwargs)  # type: ignore[arg-type]
+        parsed.append((prepared.module_name, "ahead" if not display_path else "analysis"))
+        return prepared
+
+    monkeypatch.setattr(module_resolution, "declarations_of", counted_import)
+    monkeypatch.setattr(engine, "prepare_source", counted_prepare)
     monkeypatch.setattr(mypy_worker, "_IMPORTED", {})  # a fresh process
     for path in paths:
         analysis = analyse_module(path, config)
         assert (analysis.findings, analysis.narrowed) == expected[path], path
-    assert declared and len(declared) == len(set(declared)), declared  # the modules the files import, once each
-    for path in paths:  # and again, as a daemon's helper would: from memory, the same answers
+    modules = [module for module, _ in parsed]
+    assert len(modules) == len(set(modules)), parsed  # once each, however it was first read
+    hows = {how for _, how in parsed}
+    assert {"ahead", "analysis"} <= hows, parsed  # read as an import before its analysis, and after it
+    parsed.clear()
+    for path in paths:  # and again, as a daemon's helper would: the imports from memory, the same answers
         assert (analyse_module(path, config).findings, analyse_module(path, config).narrowed) == expected[path]
-    assert len(declared) == len(set(declared))
+    assert {how for _, how in parsed} <= {"analysis"}, parsed
 
 
 def test_a_changed_imported_module_is_declared_again() -> None:
-    memo = ImportedDeclarations()
+    memo = ImportedDeclarations(Config())
     before = memo.file_key("<imported>", "pkg.outputs", False, b"class A: ...\n")
     after = memo.file_key("<imported>", "pkg.outputs", False, b"class B: ...\n")
     assert before != after and before == memo.file_key("<imported>", "pkg.outputs", False, b"class A: ...\n")

@@ -268,6 +268,7 @@ def imported_declarations_for(
     skipped: Sequence[tuple[SourceFile, bytes]] = (), store: ResultCache | None = None,
     search: SearchPath | None = None, covered: Sequence[Path] | None = None,
     project_files: ProjectFiles | None = None,
+    analysed_declarations: AnalysedDeclarations | None = None,
 ) -> list[Declaration]:
     """What the modules the run's relevant files import declare, where the run does not hold them: found in
     the run's package roots, the project, the search path and the environment (this module).
@@ -276,7 +277,8 @@ def imported_declarations_for(
     `search`: the run's `run_search_path`, when the caller made it. `covered`: what the run holds, where it is
     more than `paths` (the editor's workspace folder, whose every file it indexes): not read again.
     `project_files`: where the project beyond the run is read from (`ProjectBeyondRun`), for a caller that
-    runs on one file after another of one project (mypy's helper)."""
+    runs on one file after another of one project (mypy's helper), with `analysed_declarations`, those of the
+    modules it analyses too (`AnalysedDeclarations`)."""
     importers = [decl for decl in declarations if isinstance(decl, ModuleDecl)]
     built_on = _built_on(declarations)
     named = {os.path.abspath(path) for path in paths}
@@ -305,13 +307,15 @@ def imported_declarations_for(
         cached = store.recall_declarations(key)
         if cached is not None:
             return cached
-        declared = declarations_of(data, module, is_package, config)
+        full = analysed_declarations(data, module, is_package) if analysed_declarations is not None else None
+        declared = imported_view(full) if full is not None else declarations_of(data, module, is_package, config)
         store.remember_declarations(key, declared)
         return declared
 
     found = imported_declarations(importers, search, {decl.module for decl in importers}, config.names(), declare,
                                   built_on)
-    project = ProjectBeyondRun(config, paths if covered is None else covered, search, project_files)
+    project = ProjectBeyondRun(config, paths if covered is None else covered, search, project_files,
+                               analysed_declarations)
     return (found + reads + caller_declarations(declarations, config, paths, search, project)
             + callee_declarations(declarations, config, project) + attribute_reads(declarations, project))
 
@@ -323,10 +327,13 @@ class ProjectBeyondRun:
     of them changed."""
 
     def __init__(self, config: Config, paths: Sequence[Path], search: SearchPath | None,
-                 project_files: ProjectFiles | None = None) -> None:
+                 project_files: ProjectFiles | None = None,
+                 analysed_declarations: AnalysedDeclarations | None = None) -> None:
         self.config, self.paths, self.search = config, paths, search
         self._files: list[tuple[Path, bytes]] | None = None
         self._project_files = project_files
+        self.analysed_declarations = analysed_declarations  # the caller's, where it analyses a relevant file too
+        self._module_names: dict[Path, tuple[str, bool]] = {}  # a caller's memo's, once the files are read
 
     def files(self) -> list[tuple[Path, bytes]]:
         """(path, bytes) of each; empty when the run holds the whole project."""
@@ -335,16 +342,29 @@ class ProjectBeyondRun:
         return self._files
 
     def files_naming(
-        self, names: Sequence[str], analysed: Collection[str]
+        self, names: Sequence[str], analysed: Collection[str], still: Collection[str] | None = None,
     ) -> Iterator[tuple[bytes, str, bool, list[str]]]:
         """(bytes, module name, is a package, those of `names` its bytes hold) of each file that holds one, but
-        a file of a module the run analyses (two files of one module name: the run's own is the one it knows)."""
+        a file of a module the run analyses (two files of one module name: the run's own is the one it knows).
+        `still`: a set the caller empties as it goes; only its names are looked for, and none once it is empty."""
+        needles = [(name, name.encode()) for name in names]
         for path, data in self.files():
-            named = [name for name in names if name.encode() in data]
+            if still is not None:
+                if not still:
+                    return
+                needles = [(name, needle) for name, needle in needles if name in still]
+            named = [name for name, needle in needles if needle in data]
             if named:
-                module, is_package = module_name_for(path)
+                module, is_package = self.module_name(path)
                 if module not in analysed:
                     yield data, module, is_package, named
+
+    def module_name(self, path: Path) -> tuple[str, bool]:
+        """`module_name_for` of one of `files()`, each found once (a few hundred files name a common word)."""
+        known = self._module_names.get(path)
+        if known is None:
+            known = self._module_names[path] = module_name_for(path)
+        return known
 
     def excluded_files(self) -> list[tuple[Path, bytes]]:
         """(path, bytes) of each project file the configuration's `exclude` leaves out of every run: never
@@ -383,9 +403,9 @@ class ProjectBeyondRun:
             listed, read, found = project_files(root, self.config, in_run, run_files)
         else:  # the whole project, shared: the run's own directories and files are left out here
             listed, read, everything = self._project_files.files_under(root, self.config)
-
-            inside = {path for path in read if os.path.abspath(path).startswith(in_run)
-                      or os.path.abspath(path) in run_files}
+            self._module_names = self._project_files.module_names(root, self.config)
+            # the walk's paths are under `root`, absolute and normal already: each is its own `abspath`
+            inside = {path for path in read if path.startswith(in_run) or path in run_files}
             read = [path for path in read if path not in inside]
             found = [(path, data) for path, data in everything if os.fspath(path) not in inside]
         if self.search is not None:
@@ -393,10 +413,23 @@ class ProjectBeyondRun:
         return found
 
 
+class AnalysedDeclarations(Protocol):
+    """A caller's memo of what `engine.prepare_source` declares of the relevant files it analyses (mypy's helper
+    analyses most of the modules it reads as imports or as callers, one after another): called with a module's
+    bytes, its name and whether it is a package; None for bytes that are not a relevant file's."""
+
+    def __call__(self, data: bytes, module_name: str, is_package: bool) -> list[Declaration] | None:
+        ...
+
+
 class ProjectFiles(Protocol):
     """A caller's memo of `project_files(root, config)`: what a whole-project walk lists and reads."""
 
     def files_under(self, root: Path, config: Config) -> tuple[list[str], list[str], list[tuple[Path, bytes]]]:
+        ...
+
+    def module_names(self, root: Path, config: Config) -> dict[Path, tuple[str, bool]]:
+        """The memo of `module_name_for` of the files `files_under` gave, kept as long as their listing."""
         ...
 
 
@@ -417,13 +450,15 @@ def project_files(root: Path, config: Config, in_run: tuple[str, ...] = (), run_
     read: list[str] = []
     found: list[tuple[Path, bytes]] = []
     for entry in iter_python_files(tops, config, listed) if tops else ():
-        if not isinstance(entry, SourceFile) or os.path.abspath(entry.path).startswith(in_run) or (
-                os.path.abspath(entry.path) in run_files):
+        if not isinstance(entry, SourceFile):
+            continue
+        absolute = os.path.abspath(entry.path)
+        if absolute.startswith(in_run) or absolute in run_files:
             continue
         read.append(os.fspath(entry.path))
-        data = _read(Path(entry.path))
+        data = _read(entry.path)
         if data is not None:
-            found.append((Path(entry.path), data))
+            found.append((entry.path, data))
     return listed, read, found
 
 
@@ -453,7 +488,7 @@ def caller_declarations(
     for path, data in project.files():
         if not any(holder in data for holder in holders) or not mentions_any(data, names):
             continue  # a file a whole-tree run skips says nothing there either
-        module, is_package = module_name_for(path)
+        module, is_package = project.module_name(path)
         if module not in analysed:
             candidates.append((data, module, is_package))
     found: list[Declaration] = []
@@ -493,9 +528,11 @@ def callee_declarations(
     analysed = {decl.module for decl in declarations if isinstance(decl, ModuleDecl)}
     names = config.names()
     found: list[Declaration] = []
-    named_in: list[tuple[str, bool, str, list[str]]] = []  # the relevant files naming one: module, text, names
-    unsettled = set(wanted)  # named by no file the byte scan skips (that alone settles a name: not a callee)
-    for data, module, is_package, named in project.files_naming(wanted, analysed):
+    named_in: list[tuple[bytes, str, bool, str, list[str]]] = []  # the relevant files naming one: bytes, module,
+    # whether a package, text, the names
+    unsettled = set(wanted)  # named by no file the byte scan skips (that alone settles a name: not a callee);
+    # once settled, a name is looked for no further
+    for data, module, is_package, named in project.files_naming(wanted, analysed, unsettled):
         text = None
         if mentions_any(data, names):
             try:
@@ -506,27 +543,37 @@ def callee_declarations(
             found.append(Mentions(module, tuple((name, 1) for name in named), skipped=True))
             unsettled.difference_update(named)
         else:
-            named_in.append((module, is_package, text, named))
-    for module, is_package, text, named in named_in:
+            named_in.append((data, module, is_package, text, named))
+    for data, module, is_package, text, named in named_in:
         named = [name for name in named if name in unsettled]
         if not named:
             continue
         words = word_mentions(text, named)
         called = [name for name in named if words[name] > 0]
         if called:  # only a file that names one can call it on a connector path: parsed only then
-            try:
-                tree = parse_source(text)
-            except SourceError:
-                pass  # its text still counts, as the whole run counts it; it calls nothing
-            else:
-                imports = ImportTable.from_statements(walk_statements(tree), module, is_package)
-                found.extend(decl for decl in module_declarations(
-                    tree, module, imports, config.empty_sentinels, *producer_facts_wanted(text, config),
-                ) if isinstance(decl, PathCalls))
+            found.extend(decl for decl in _relevant_declarations(data, text, module, is_package, config, project)
+                         if isinstance(decl, PathCalls))
         definitions = tuple(sorted(defined_names(text, named).items()))
         if called or definitions:
             found.append(Mentions(module, tuple((name, words[name]) for name in called), definitions))
     return found
+
+
+def _relevant_declarations(data: bytes, text: str, module: str, is_package: bool, config: Config,
+                           project: ProjectBeyondRun) -> list[Declaration]:
+    """What a relevant project file declares as a run's own (its producers and connector-path calls among it):
+    the caller's, where it analyses the file too; [] where it does not parse (its text still counts, as the
+    whole run counts it; it calls nothing)."""
+    analysed = project.analysed_declarations
+    known = analysed(data, module, is_package) if analysed is not None else None
+    if known is not None:
+        return known
+    try:
+        tree = parse_source(text)
+    except SourceError:
+        return []
+    imports = ImportTable.from_statements(walk_statements(tree), module, is_package)
+    return module_declarations(tree, module, imports, config.empty_sentinels, *producer_facts_wanted(text, config))
 
 
 def attribute_reads(declarations: Sequence[Declaration], project: ProjectBeyondRun) -> list[Declaration]:
@@ -539,7 +586,7 @@ def attribute_reads(declarations: Sequence[Declaration], project: ProjectBeyondR
         return []
     analysed = {decl.module for decl in declarations if isinstance(decl, ModuleDecl)}
     found: list[Declaration] = []
-    excluded = [(data, module_name_for(path)[0], [name for name in wanted if name.encode() in data])
+    excluded = [(data, project.module_name(path)[0], [name for name in wanted if name.encode() in data])
                 for path, data in project.excluded_files()]
     beyond = [(data, module, named) for data, module, _, named in project.files_naming(wanted, analysed)]
     for data, module, named in beyond + [entry for entry in excluded if entry[2]]:
@@ -589,3 +636,15 @@ def declarations_of(data: bytes, module_name: str, is_package: bool, config: Con
     declared = module_declarations(tree, module_name, imports, config.empty_sentinels,
                                    optional_fields=config.optional_fields)
     return [decl for decl in declared if not isinstance(decl, (HolderUse, PassThrough, ParkedReturn))]
+
+
+def imported_view(declared: Iterable[Declaration]) -> list[Declaration]:
+    """`declarations_of` a module, from what `engine.prepare_source` declared of it: without what only the run's
+    own files declare (its producers, the calls on its connector paths, what it does with a call's result and
+    the attributes it stores), for a process that both analyses a module and reads it as an import (mypy's
+    helper) and parses it once. tests/test_binding.py holds the two equal."""
+    return [dataclasses.replace(decl, returns_output=False) if isinstance(decl, FunctionDecl) and decl.returns_output
+            else decl for decl in declared if not isinstance(decl, _RUN_ONLY)]
+
+
+_RUN_ONLY = (HolderUse, PassThrough, ParkedReturn, PathCalls, SelfStore)
