@@ -260,3 +260,64 @@ def test_the_shared_project_read_serves_only_what_a_settled_status_proves(
     (other / "pkg").mkdir(parents=True)
     (other / "pkg" / "c.py").write_bytes(b"fourth = 4\n")
     assert files(other, config) == {"pkg/c.py": b"fourth = 4\n"}
+
+
+def test_the_shared_project_walk_names_each_module_once_until_its_listing_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The files beyond each analysed file are named once for the process (`ProjectMemo.module_names`): a
+    common word names hundreds of them, for each file that defines a producer. A walk done again, because a
+    directory's listing changed, names its files again."""
+    import kvlint.binding.module_resolution as module_resolution
+    from kvlint.binding.module_resolution import ProjectBeyondRun
+    from kvlint.running import run_record
+
+    root = tmp_path / "project"
+    (root / "pkg" / "sub").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("")
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "sub" / "mod.py").write_text("def step(): ...\n")
+    (root / "pkg" / "runner.py").write_text("")
+    monkeypatch.setattr(run_record, "RACY_NS", -10**18)  # every status counts as settled: the memo serves
+    named: list[Path] = []
+    module_name_for = module_resolution.module_name_for
+
+    def counted(path: Path) -> tuple[str, bool]:
+        named.append(path)
+        return module_name_for(path)
+
+    monkeypatch.setattr(module_resolution, "module_name_for", counted)
+    memo, config = mypy_worker.ProjectMemo(), Config()
+
+    def names_beyond(run_file: Path) -> list[tuple[str, bool]]:
+        project = ProjectBeyondRun(config, [run_file], None, memo)
+        return [(module, is_package) for _, module, is_package, _ in project.files_naming(["step"], set())]
+
+    assert names_beyond(root / "pkg" / "runner.py") == [("pkg.sub.mod", False)]
+    assert names_beyond(root / "pkg" / "__init__.py") == [("pkg.sub.mod", False)]  # another file: from memory
+    assert len(named) == 1
+    (root / "pkg" / "sub" / "other.py").write_text("step = None\n")  # the listing of pkg/sub changes
+    assert names_beyond(root / "pkg" / "runner.py") == [("pkg.sub.mod", False), ("pkg.sub.other", False)]
+    assert len(named) == 3  # a new walk: each named again
+
+
+def test_a_name_settled_is_looked_for_no_further(tmp_path: Path) -> None:
+    """`ProjectBeyondRun.files_naming(still=...)`: once the caller drops a name (a producer's name settled by a
+    file the byte scan skips), no later file is tested for it, and an empty set ends the walk."""
+    from kvlint.binding.module_resolution import ProjectBeyondRun
+
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("")
+    for name, text in (("a.py", "alpha beta\n"), ("b.py", "alpha beta\n"), ("c.py", "beta\n"), ("d.py", "alpha\n")):
+        (root / name).write_text(text)
+    (root / "run.py").write_text("")
+    project = ProjectBeyondRun(Config(), [root / "run.py"], None)
+    still = {"alpha", "beta"}
+    seen = []
+    for _, module, _, named in project.files_naming(["alpha", "beta"], set(), still):
+        seen.append((module, named))
+        still.discard("alpha")  # settled at the first file that names it
+        if module == "c":
+            still.clear()
+    assert seen == [("a", ["alpha", "beta"]), ("b", ["beta"]), ("c", ["beta"])]  # d.py: never reached
