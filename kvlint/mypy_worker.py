@@ -116,8 +116,8 @@ def analyse_module(path: str, config: Config | ConfigError) -> ModuleAnalysis:
     from kvlint.sites import SiteKind
     from kvlint.source import module_name_for
 
-    # `engine.analyse_source(..., imports_from=path)`, but each module the imports reach is declared once in
-    # this process (the memo's key is its bytes), not once per importing file
+    # `engine.analyse_source(..., imports_from=path)`, but each module is parsed once in this process (the memo's
+    # key is its bytes): not once per importing file, nor again when it is analysed itself (`ImportedDeclarations`)
     module_name, is_package = module_name_for(Path(path))
     imported = _imported(config)
     prepared = imported.prepare(data, path, module_name, is_package)

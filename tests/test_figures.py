@@ -83,8 +83,8 @@ QUOTED = [
     ("mypy 2.4.1's overhead with the plugin", (ROOT / "docs" / "mypy.md", r"mypy 2\.4\.1 \*\*(\+\d+\.\d+%)\*\*"),
      [(BENCH, r"\| the same with mypy 2\.4\.1 \| \| \| (\+\d+\.\d+%)")]),
     ("mypy 1.20.2's overhead on vLLM 0.33.0's package", (ROOT / "docs" / "mypy.md",
-                                                         r"whole package, cold: \*\*CPU (\+\d+\.\d+%)\*\*"),
-     [(BENCH, r"own `\[tool\.mypy\]`, cold cache, with the plugin \|[^|]*\|[^|]*\| CPU (\+\d+\.\d+%)")]),
+                                                         r"whole package, cold: \*\*(\+\d+\.\d+%) in instructions\*\*"),
+     [(BENCH, r"own `\[tool\.mypy\]`, cold cache, with the plugin \|[^|]*\|[^|]*\| (\+\d+\.\d+%) in instructions")]),
 ]
 
 
