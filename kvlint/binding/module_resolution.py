@@ -635,7 +635,12 @@ def declarations_of(data: bytes, module_name: str, is_package: bool, config: Con
     # but what its functions do with a call's result is a caller's, and such a module is never one
     declared = module_declarations(tree, module_name, imports, config.empty_sentinels,
                                    optional_fields=config.optional_fields)
-    return [decl for decl in declared if not isinstance(decl, (HolderUse, PassThrough, ParkedReturn))]
+    return [decl for decl in declared if not isinstance(decl, _RUN_ONLY)]
+
+
+# what only the run's own files declare, dropped from a module read as an import (`declarations_of` does not
+# even look for the connector-path calls and stored attributes; `imported_view` has them to drop)
+_RUN_ONLY = (HolderUse, PassThrough, ParkedReturn, PathCalls, SelfStore)
 
 
 def imported_view(declared: Iterable[Declaration]) -> list[Declaration]:
@@ -645,6 +650,3 @@ def imported_view(declared: Iterable[Declaration]) -> list[Declaration]:
     helper) and parses it once. tests/test_binding.py holds the two equal."""
     return [dataclasses.replace(decl, returns_output=False) if isinstance(decl, FunctionDecl) and decl.returns_output
             else decl for decl in declared if not isinstance(decl, _RUN_ONLY)]
-
-
-_RUN_ONLY = (HolderUse, PassThrough, ParkedReturn, PathCalls, SelfStore)
