@@ -219,9 +219,11 @@ class ImportedDeclarations:
     def analysed_declarations(self, data: bytes, module_name: str, is_package: bool) -> list[Declaration] | None:
         """`module_resolution.AnalysedDeclarations`: what a relevant file declares, from its analysis here or
         from its cheap stage, kept for that analysis; None for bytes that mention no configured name."""
+        if not mentions_any(data, _names(self.config)):  # first: the modules no analysis takes cost no digest
+            return None
         key = self.file_key("", module_name, is_package, data)
         known = self._declared.get(key)
-        if known is not None or not mentions_any(data, _names(self.config)):
+        if known is not None:
             return known
         from kvlint.engine import prepare_source
 
