@@ -185,6 +185,10 @@ class Config:
 
     def names(self) -> tuple[str, ...]:
         """Return the identifiers a file must mention for any rule to fire in it."""
+        return self._names
+
+    @functools.cached_property
+    def _names(self) -> tuple[str, ...]:  # worked out once: every analysis asks (2 us a call)
         configured = [name for invariant in self.invariants.invariants for name in invariant.names()]
         found = dict.fromkeys(name.rpartition(".")[2] for name in configured if name)
         found[CONNECTOR_PATH_MARKER] = None

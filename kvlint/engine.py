@@ -392,7 +392,8 @@ def reduced_text(prepared: PreparedFile, config: Config, extra_names: Sequence[s
     segments = prepared.segments
     if relevance.words:
         line_starts = line_offsets(lines)
-        mentioning = _lines_mentioning("".join(lines), line_starts, relevance.words)
+        whole = prepared.text if len(prepared.text) == line_starts[-1] else "".join(lines)  # the lines' text
+        mentioning = _lines_mentioning(whole, line_starts, relevance.words)
     else:
         mentioning = list(range(1, len(lines) + 1))
 
@@ -412,7 +413,10 @@ def reduced_text(prepared: PreparedFile, config: Config, extra_names: Sequence[s
             for line in range(start, end + 1):
                 keep[line] = True
     kept_lines = [number for number in range(1, len(lines) + 1) if keep[number]]
-    text = "".join(lines[number - 1] for number in kept_lines)
+    if len(kept_lines) == len(lines) and len(prepared.text) == sum(map(len, lines)):
+        text = prepared.text  # every line kept (a small file, often): the text as it is, not joined again
+    else:
+        text = "".join(lines[number - 1] for number in kept_lines)
     if text and not text.endswith(("\n", "\r")):
         text += "\n"
     return text, kept_lines
@@ -574,7 +578,8 @@ def _sites(
         parsed = text
         if kept is not None and text == prepared.text:  # a small file: the tree its preparation parsed
             batches = [kept]
-    source = SourceText(parsed, line_map)
+    # the file's own lines where the analysis parses the file's text (`reduced_text` kept every line)
+    source = SourceText(parsed, line_map, prepared.lines if parsed is prepared.text else None)
 
     def analysis() -> FlowAnalysis:
         return FlowAnalysis(source, prepared.imports, index, config, prepared.module_name, prepared.declarations,

@@ -35,8 +35,10 @@ def parsed_batches(lines: Sequence[str], unit_starts: Sequence[int]) -> Iterator
 class SourceText:
     """Spans and source text of the nodes of one `ast.parse` of `text`."""
 
-    def __init__(self, text: str, line_map: Sequence[int]) -> None:
-        self.lines = split_lines(text)  # the tokenizer's lines: a form feed or U+2028 ends none
+    def __init__(self, text: str, line_map: Sequence[int], lines: list[str] | None = None) -> None:
+        """`lines`: `split_lines(text)`, where the caller has them already."""
+        # the tokenizer's lines: a form feed or U+2028 ends none
+        self.lines = split_lines(text) if lines is None else lines
         self.line_map = line_map
         self._encoded: dict[int, bytes] = {}
 
