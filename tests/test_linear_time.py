@@ -92,6 +92,15 @@ def test_word_mentions_counts_the_same_for_few_names_and_many() -> None:
     assert +few == +many == Counter({"make": 4, "make_1": 2})  # `def make` is not a mention
 
 
+def test_defined_names_counts_a_def_only_where_def_is_a_word() -> None:
+    """`def` is matched as a literal and its word boundary tested apart (a pattern starting with `\\b` was tried
+    at every position of the text): the same `def`s as `\\bdef\\s+(\\w+)` finds."""
+    text = ("def make():\n    pass\nasync def make():\n    pass\nundef make\n_def make()\nredef  make_1\n"
+            "def\tmake_1(): ...\n(def make)\ndef make_2(): ...\n")
+    assert words.defined_names(text, ["make", "make_1"]) == Counter({"make": 3, "make_1": 1})
+    assert +words.word_mentions(text, ["make"]) == Counter({"make": 2})  # 5 words `make`, 3 of them `def`s
+
+
 # ---------------------------------------------------------------- many findings in one file (issue 27)
 
 HEADER = (

@@ -11,7 +11,9 @@ from collections.abc import Iterable
 _WORD = re.compile(r"\w+")  # a name's mentions: the words equal to it (`\bname\b`)
 _WORD_CHAR = re.compile(r"\w")
 _FEW_NAMES = 8  # up to this many names, a `str.find` per name; more, one pass over every word of the text
-_DEFINITION = re.compile(r"\bdef\s+(\w+)")
+# `def name`; the word boundary before `def` is tested apart: a pattern that starts with the literal is searched
+# for as a literal, where one starting with `\b` is tried at every position (5.7 ms on a 7,000-line file, 0.3)
+_DEFINITION = re.compile(r"def\s+(\w+)")
 
 
 def word_mentions(text: str, names: Iterable[str]) -> Counter[str]:
@@ -45,4 +47,7 @@ def word_count(text: str, names: Iterable[str]) -> Counter[str]:
 def defined_names(text: str, names: Iterable[str]) -> Counter[str]:
     """How often the text defines a function or method of each name (`def name`, what `word_mentions` leaves out)."""
     wanted = set(names)
-    return Counter(name for name in _DEFINITION.findall(text) if name in wanted)
+    return Counter(
+        match.group(1) for match in _DEFINITION.finditer(text)
+        if match.group(1) in wanted and not (match.start() and _WORD_CHAR.match(text, match.start() - 1))
+    )
