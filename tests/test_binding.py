@@ -55,6 +55,29 @@ def test_each_project_file_checked_alone_reports_what_the_whole_run_does(monkeyp
         assert _found([Path(relative)]) == Counter({k: n for k, n in whole.items() if k[0] == relative}), relative
 
 
+@pytest.mark.parametrize("where", ["repository", "package"])
+def test_the_modules_a_run_skipped_are_taken_as_read_not_read_again(
+    where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The modules the relevant files import are mostly files the byte scan skipped: their bytes are held (and
+    known to name nothing configured), so they are not read from disk a second time, from the repository (display
+    paths `fixtures/binding/...`) or from inside the package (`errors.py`), with the same findings."""
+    from kvlint.binding import module_resolution
+
+    read: list[Path] = []
+    held: list[Path] = []
+    original_read, original_get = module_resolution._read, module_resolution._HeldBytes.get
+    monkeypatch.setattr(module_resolution, "_read", lambda path: read.append(path) or original_read(path))
+    monkeypatch.setattr(module_resolution._HeldBytes, "get",
+                        lambda self, path: held.append(path) or original_get(self, path))
+    package = PROJECT / "kv_project"
+    monkeypatch.chdir(REPOSITORY if where == "repository" else package)
+    found = _found([PROJECT.relative_to(REPOSITORY) if where == "repository" else Path(".")])
+    assert sum(found.values()) == sum(expected_findings(PROJECT).values())
+    assert len(held) >= 5  # errors, checks, runner_base, ...: asked of the held bytes
+    assert [path for path in read if path is not None and package in Path(path).resolve().parents] == []
+
+
 def test_the_plugin_reads_the_vllm_on_its_search_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPOSITORY)
     plugin = PLUGIN.relative_to(REPOSITORY)
