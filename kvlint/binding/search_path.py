@@ -35,9 +35,12 @@ class SearchPath:
         parts = module.split(".")
         if all(part.isidentifier() for part in parts):
             for root in self.roots:
-                found = self._find_in(str(root), parts)
-                top = os.path.join(root, parts[0])
-                if found is not None or "__init__.py" in self._listing(top) or "__init__.pyi" in self._listing(top):
+                root_string = os.fspath(root)
+                found = self._find_in(root_string, parts)
+                if found is not None:
+                    break
+                top = self._listing(_join(root_string, parts[0]))
+                if "__init__.py" in top or "__init__.pyi" in top:
                     break  # a regular package lives in one root: the first that has it hides the others
         self._found[module] = found
         return found
@@ -57,15 +60,16 @@ class SearchPath:
         for part in parts[:-1]:
             if part not in self._listing(directory):
                 return None
-            directory = os.path.join(directory, part)
+            directory = _join(directory, part)
         last, entries = parts[-1], self._listing(directory)
         for name in (f"{last}.py", f"{last}.pyi"):
-            if name in entries and os.path.isfile(os.path.join(directory, name)):
+            if name in entries and os.path.isfile(_join(directory, name)):
                 return Path(directory, name)
         if last in entries:
+            package = _join(directory, last)
             for name in ("__init__.py", "__init__.pyi"):
-                candidate = os.path.join(directory, last, name)
-                if name in self._listing(os.path.join(directory, last)) and os.path.isfile(candidate):
+                candidate = _join(package, name)
+                if name in self._listing(package) and os.path.isfile(candidate):
                     return Path(candidate)
         return None
 
@@ -78,6 +82,14 @@ class SearchPath:
                 found = frozenset()
             self._listings[directory] = found
         return found
+
+
+def _join(directory: str, name: str) -> str:
+    """`os.path.join` of a directory and a name that is no path (a module name's part): on POSIX the two with a
+    `/` between (a run looks thousands of names up, `posixpath.join` was a third of it)."""
+    if os.sep == "/" and not directory.endswith("/"):
+        return f"{directory}/{name}"
+    return os.path.join(directory, name)
 
 
 def top_package_root(path: Path) -> Path:
