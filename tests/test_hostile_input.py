@@ -171,9 +171,9 @@ def test_unlistable_directory_as_an_unprivileged_user(tmp_path: Path) -> None:
 def test_file_that_vanishes_during_the_run(nasty: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real_read = runner.read_source
 
-    def vanishing_read(path: Path) -> bytes:
-        if path.name == "utf8_bom.py":
-            path.unlink()
+    def vanishing_read(path: Path | str) -> bytes:
+        if Path(path).name == "utf8_bom.py":
+            Path(path).unlink()
         return real_read(path)
 
     monkeypatch.setattr(runner, "read_source", vanishing_read)

@@ -269,7 +269,7 @@ class _HeldBytes:
             return None
         wanted = os.path.abspath(path)
         for source, data in candidates:
-            if os.path.abspath(source.path) == wanted:
+            if os.path.abspath(source.location) == wanted:
                 return data if len(data) <= MAX_MODULE_BYTES else None
         return None
 

@@ -263,7 +263,7 @@ def _numbered(items: Iterable[Any], given: list[Any], start: int = 0) -> Iterato
             source, data, config, names = item
             number = start + len(given) + 1
             given.append((source, data, config, names, number))
-            item = ((os.fspath(source.path), source.display_path), data, config, names, number)
+            item = ((source.location, source.display_path), data, config, names, number)
         yield item
 
 
@@ -658,7 +658,7 @@ def _read(
                 yield entry, known  # type: ignore[misc]
                 continue
         try:
-            data = read_source(entry.path)
+            data = read_source(entry.location)
         except OSError as exc:
             unreadable.append(_unreadable(entry.display_path, (exc.strerror or str(exc)).lower()))
             continue

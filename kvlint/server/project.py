@@ -74,7 +74,7 @@ def tree_index(files: Iterable[IndexedFile], config: Config, root: Path | None =
     folder they are all of (`kvlint check ROOT`), else they are checked as the files they are."""
     files = list(files)
     declarations = [entry for file in files if file.scanned for entry in file.declarations]
-    skipped = [(SourceFile(file.path, str(file.path)), file.data) for file in files if not file.scanned]
+    skipped = [(SourceFile(os.fspath(file.path), str(file.path)), file.data) for file in files if not file.scanned]
     texts = [file.text for file in files if file.scanned]
     declarations += imported_declarations_for(declarations, config, [file.path for file in files if file.scanned],
                                               covered=[root] if root is not None else None)
