@@ -120,6 +120,7 @@ def phases(tree: Path) -> list[tuple[str, float]]:
     import kvlint.binding.module_resolution
     import kvlint.engine
     import kvlint.flow
+    import kvlint.flow.source
     import kvlint.running.runner
     from kvlint.config import Config
     from kvlint.report.audit import build_audit
@@ -176,7 +177,8 @@ def phases(tree: Path) -> list[tuple[str, float]]:
     wrap_steps(runner.IndexBuild, "scan_skipped", "scan of the skipped files for callers")
     wrap(runner, "analyse_prepared", "analyse: flow, rules (on the analysis thread)")
     wrap(engine, "reduced_text", "  of which reduced_text")
-    labels.append(parse_in_analysis)
+    # the relevant units are parsed a batch at a time inside the flow analysis's run (`flow.source.parsed_batches`)
+    wrap(kvlint.flow.source, "parse_source", parse_in_analysis)
     wrap(kvlint.flow.FlowAnalysis, "run", "  of which flow analysis")
     collect_garbage_rarely()  # as the command line does
     previous = os.getcwd()
