@@ -99,6 +99,10 @@ def test_defined_names_counts_a_def_only_where_def_is_a_word() -> None:
             "def\tmake_1(): ...\n(def make)\ndef make_2(): ...\n")
     assert words.defined_names(text, ["make", "make_1"]) == Counter({"make": 3, "make_1": 1})
     assert +words.word_mentions(text, ["make"]) == Counter({"make": 2})  # 5 words `make`, 3 of them `def`s
+    # a `def` that starts inside a refused one (`undef` then `def make` on the next line) is still found
+    assert words.defined_names("    return undef\ndef make():\n    x = mydef  def\n", ["make", "def"]) == Counter(
+        {"make": 1})
+    assert words.defined_names("undef def make", ["make", "def"]) == Counter({"make": 1})
 
 
 # ---------------------------------------------------------------- many findings in one file (issue 27)

@@ -87,7 +87,7 @@ class SearchPath:
 def _join(directory: str, name: str) -> str:
     """`os.path.join` of a directory and a name that is no path (a module name's part): on POSIX the two with a
     `/` between (a run looks thousands of names up, `posixpath.join` was a third of it)."""
-    if os.sep == "/" and not directory.endswith("/"):
+    if os.sep == "/" and directory and not directory.endswith("/"):
         return f"{directory}/{name}"
     return os.path.join(directory, name)
 

@@ -47,7 +47,14 @@ def word_count(text: str, names: Iterable[str]) -> Counter[str]:
 def defined_names(text: str, names: Iterable[str]) -> Counter[str]:
     """How often the text defines a function or method of each name (`def name`, what `word_mentions` leaves out)."""
     wanted = set(names)
-    return Counter(
-        match.group(1) for match in _DEFINITION.finditer(text)
-        if match.group(1) in wanted and not (match.start() and _WORD_CHAR.match(text, match.start() - 1))
-    )
+    counts: Counter[str] = Counter()
+    match = _DEFINITION.search(text)
+    while match is not None:
+        start = match.start()
+        if start and _WORD_CHAR.match(text, start - 1):  # `undef`: no `def` here; one may start inside the match
+            match = _DEFINITION.search(text, start + 1)  # (`return undef\ndef f():`), as `\bdef` would find it
+            continue
+        if match.group(1) in wanted:
+            counts[match.group(1)] += 1
+        match = _DEFINITION.search(text, match.end())
+    return counts
