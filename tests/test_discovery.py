@@ -124,6 +124,9 @@ def test_walked_files_are_shown_as_display_path_shows_them(
     entries = list(iter_python_files([Path(top)], Config()))
     assert len(entries) == 2
     assert [entry.display_path for entry in entries] == [display_path(entry.path) for entry in entries]
+    # the path as found is what its `Path` spells (the run's record keys each file by it): no `./` of the walk
+    assert [entry.location for entry in entries] == [os.fspath(Path(entry.location)) for entry in entries]
+    assert all(isinstance(entry, SourceFile) and entry.path == Path(entry.location) for entry in entries)
 
 
 def test_no_paths_means_the_cwd(tree: Path) -> None:

@@ -286,7 +286,7 @@ class _Wanted:
     called: set[str] = field(default_factory=set)  # the functions of it the relevant files call
 
 
-def _read(path: Path | None) -> bytes | None:
+def _read(path: Path | str | None) -> bytes | None:
     if path is None:
         return None
     from kvlint.running.discovery import read_source
@@ -413,11 +413,11 @@ class ProjectBeyondRun:
         found: list[tuple[Path, bytes]] = []
         walked = dataclasses.replace(self.config, exclude=())
         for entry in iter_python_files([self._root()], walked, listed):
-            if isinstance(entry, SourceFile) and self.config.is_excluded(Path(entry.path)):
-                read.append(os.fspath(entry.path))
-                data = _read(Path(entry.path))
+            if isinstance(entry, SourceFile) and self.config.is_excluded(Path(entry.location)):
+                read.append(entry.location)
+                data = _read(entry.location)
                 if data is not None:
-                    found.append((Path(entry.path), data))
+                    found.append((Path(entry.location), data))
         if self.search is not None:
             self.search.note(read, listed)
         return found
@@ -487,13 +487,13 @@ def project_files(root: Path, config: Config, in_run: tuple[str, ...] = (), run_
     for entry in iter_python_files(tops, config, listed) if tops else ():
         if not isinstance(entry, SourceFile):
             continue
-        absolute = os.path.abspath(entry.path)
+        absolute = os.path.abspath(entry.location)  # (the string: a `Path` only for what is returned)
         if absolute.startswith(in_run) or absolute in run_files:
             continue
-        read.append(os.fspath(entry.path))
-        data = _read(entry.path)
+        read.append(entry.location)
+        data = _read(entry.location)
         if data is not None:
-            found.append((entry.path, data))
+            found.append((Path(entry.location), data))
     return listed, read, found
 
 

@@ -52,7 +52,8 @@ _REASONS = {
 
 @dataclass(frozen=True)
 class SourceFile:
-    """A regular file to check: where it is, as found (`location`), and how reports show it."""
+    """A regular file to check: where it is (`location`, as `os.fspath(Path(...))` spells it), and how reports
+    show it."""
 
     location: str
     display_path: str
@@ -141,7 +142,7 @@ class _Walker:
         if info is None:
             yield UnreadablePath(Path(path), shown, reason)
         elif stat.S_ISREG(info.st_mode):
-            yield SourceFile(path, shown)
+            yield SourceFile(_normalised(path), shown)
         else:
             yield UnreadablePath(Path(path), shown, "not a regular file")
 
@@ -222,6 +223,17 @@ class _Walker:
 
 _REGULAR = os.stat_result((stat.S_IFREG, 0, 0, 0, 0, 0, 0, 0, 0, 0))  # what `emit` reads of a file's status
 _OTHER = os.stat_result((0, 0, 0, 0, 0, 0, 0, 0, 0, 0))  # not a regular file (a FIFO, a socket, a device)
+
+
+_HERE = os.curdir + os.sep
+
+
+def _normalised(path: str) -> str:
+    """The path as `Path` spells it (`os.fspath(Path(path))`): the walk's paths are joined to a given `Path`'s
+    spelling, which is normalised already, but for the `./` that `os.scandir(".")` puts before each name."""
+    while path.startswith(_HERE):
+        path = path[len(_HERE):]
+    return path
 
 
 def _display_child(shown: str, name: str) -> str:

@@ -306,7 +306,7 @@ class _Unread:
             from kvlint.running.cache import content_digest
 
             try:
-                self._data = read_source(self.source.path)
+                self._data = read_source(self.source.location)
             except OSError:
                 self._data = b""
             self.changed = content_digest(self._data) != self.row.digest
@@ -355,7 +355,7 @@ class _RunCache:
     def known(self, source: SourceFile) -> _Unread | None:
         """The file as the record knows it, if its status is the recorded one and settled; else None, and the
         status (taken before its bytes are read) goes into this run's row."""
-        path = os.fspath(source.path)
+        path = source.location  # (what `os.fspath(source.path)` gives: discovery's paths are normalised)
         key = current_key(path)
         row = self.old_rows.get(path)
         if row is not None and self.record is not None and key == row.key and settled(key, self.record.seen):
@@ -371,12 +371,12 @@ class _RunCache:
     def read_now(self, source: SourceFile, data: bytes) -> None:
         from kvlint.running.cache import content_digest
 
-        row = self.rows.get(os.fspath(source.path))
+        row = self.rows.get(source.location)
         if row is not None:
             row.digest = content_digest(data)
 
     def row(self, source: SourceFile) -> FileRow | None:
-        return self.rows.get(os.fspath(source.path))
+        return self.rows.get(source.location)
 
     def digest(self, source: SourceFile, data: bytes | _Unread) -> str | None:
         if isinstance(data, _Unread):
@@ -391,7 +391,7 @@ class _RunCache:
                 yield item
                 continue
             source, data, config, names = item
-            module = _module_names(source.path)
+            module = _module_names(source.location)
             key = self.store.file_key(source.display_path, *module, _bytes(data) if not isinstance(data, _Unread)
                                       else None, self.digest(source, data))
             cached = self.store.recall(key)

@@ -81,7 +81,7 @@ def unused_noqa_in_text(display_path: str, text: str, config: Config, raw_findin
 
 def _unused_in_file(entry: SourceFile, config: Config, raw_findings: Sequence[Finding]) -> list[Finding]:
     try:
-        data = read_source(entry.path)
+        data = read_source(entry.location)
     except OSError:
         return []  # reported as KVC901 by the run itself
     if b"noqa" not in data.lower():

@@ -88,7 +88,7 @@ def index_key(index: TreeIndex | None) -> object:
     return index.key(), sorted(index.candidate_names())
 
 
-def _signature(path: Path) -> tuple[int, int] | None:
+def _signature(path: Path | str) -> tuple[int, int] | None:
     try:
         info = os.stat(path)
     except OSError:
@@ -141,14 +141,14 @@ class ProjectIndex:
                 return
             if isinstance(entry, UnreadablePath):
                 continue
-            key = os.path.abspath(entry.path)
-            signature = _signature(entry.path)
+            key = os.path.abspath(entry.location)
+            signature = _signature(entry.location)
             previous = known.get(key)
             if previous is not None and signature is not None and previous.signature == signature:
                 files[key] = previous
                 continue
             try:
-                data = read_source(entry.path)
+                data = read_source(entry.location)
             except OSError:
                 continue
             files[key] = IndexedFile.of(data, Path(key), self.config, signature)
