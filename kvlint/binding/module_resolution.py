@@ -319,7 +319,7 @@ def imported_declarations_for(
     named = {os.path.abspath(path) for path in paths}
     names = {os.path.basename(path) for path in named}  # a file's own name first: `abspath` costs 5 us a file
     for source, data in skipped:
-        if source.display_path.rpartition("/")[2] in names and os.path.abspath(source.path) in named:
+        if source.display_path.rpartition("/")[2] in names and os.path.abspath(source.location) in named:
             module_name, is_package = module_name_for(source.path)
             declared = declarations_of(data, module_name, is_package, config)
             importers += [d for d in declared if isinstance(d, ModuleDecl)]

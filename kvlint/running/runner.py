@@ -428,7 +428,7 @@ class _RunCache:
         from kvlint.binding.search_path import run_search_path
 
         named = {os.path.abspath(path) for path in paths}
-        named_skipped = [(source, data) for source, data in skipped if os.path.abspath(source.path) in named]
+        named_skipped = [(source, data) for source, data in skipped if os.path.abspath(source.location) in named]
         facts = [[d.to_json() for d in declarations], [self.digest(s, d) for s, d in named_skipped],
                  [os.path.abspath(path) for path in paths]]
         fingerprint = hashlib.sha256(json.dumps(facts, default=repr).encode()).hexdigest()
@@ -640,7 +640,7 @@ def index_tree(paths: Sequence[Path], config: Config) -> tuple[TreeIndex, frozen
     entries = [entry for p in prepared for entry in p.declarations]
     entries += imported_declarations_for(entries, config, paths, skipped)
     index = build_index(entries, skipped, config, [p.text for p in prepared])[0]
-    return index, frozenset(os.path.abspath(entry.path) for entry, _ in candidates)
+    return index, frozenset(os.path.abspath(entry.location) for entry, _ in candidates)
 
 
 def _read(
