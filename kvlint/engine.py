@@ -390,10 +390,11 @@ def reduced_text(prepared: PreparedFile, config: Config, extra_names: Sequence[s
     lines = prepared.lines
     keep = [False] * (len(lines) + 2)
     segments = prepared.segments
+    lines_are_text = len(prepared.text) == sum(map(len, lines))  # the text's own lines (`split_lines`)
     if relevance.words:
         line_starts = line_offsets(lines)
-        whole = prepared.text if len(prepared.text) == line_starts[-1] else "".join(lines)  # the lines' text
-        mentioning = _lines_mentioning(whole, line_starts, relevance.words)
+        mentioning = _lines_mentioning(prepared.text if lines_are_text else "".join(lines), line_starts,
+                                       relevance.words)
     else:
         mentioning = list(range(1, len(lines) + 1))
 
@@ -413,7 +414,7 @@ def reduced_text(prepared: PreparedFile, config: Config, extra_names: Sequence[s
             for line in range(start, end + 1):
                 keep[line] = True
     kept_lines = [number for number in range(1, len(lines) + 1) if keep[number]]
-    if len(kept_lines) == len(lines) and len(prepared.text) == sum(map(len, lines)):
+    if lines_are_text and len(kept_lines) == len(lines):
         text = prepared.text  # every line kept (a small file, often): the text as it is, not joined again
     else:
         text = "".join(lines[number - 1] for number in kept_lines)
