@@ -279,6 +279,67 @@ def test_a_buffer_that_declares_the_same_uses_the_folders_index(tmp_path: Path) 
     assert project.update([helpers]) is False  # nothing new
 
 
+@pytest.mark.parametrize("follow", [False, True])  # a publish, and a request that needs an answer (a hover)
+def test_an_analysis_the_index_outdates_while_it_runs_is_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, follow: bool
+) -> None:
+    """The folder's index is built while a document's analysis runs without it: the re-check it asks for
+    analyses the document again, and the stale analysis is neither kept nor published. Kept, it was the
+    re-check's answer, and `scheduler.py` showed no finding until its next edit (a test under load saw two
+    empty publishes where the index gives one KVC001)."""
+    import asyncio
+    import threading
+
+    from kvlint.server import language_server
+
+    root = tmp_path / "ws"
+    shutil.copytree(FIXTURES / "server_workspace", root)
+    (root / ".git").mkdir()  # the configuration search stops here
+    scheduler = root / "kvstack" / "scheduler.py"
+    uri = scheduler.as_uri()
+    server = language_server.KvlintLanguageServer()
+    server.folders = [root]
+    project = server.projects[str(root)] = ProjectIndex(root, load_config([root]))
+    server.documents[uri] = Document(uri, scheduler.read_text(), 1, "python")
+    running, go_on = threading.Event(), threading.Event()
+    analysed_with: list[bool] = []  # whether each analysis had the folder's index
+    real_analysis = language_server.analyse_text
+
+    def analyse(*args: object, **kwargs: object) -> DocumentAnalysis:
+        analysed_with.append(project.index is not None)
+        if len(analysed_with) == 1:
+            running.set()
+            assert go_on.wait(30)
+        return real_analysis(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(language_server, "analyse_text", analyse)
+    rechecked: list[str] = []
+    monkeypatch.setattr(server, "schedule", lambda uri, delay=0.0: rechecked.append(uri))
+
+    async def scenario() -> DocumentAnalysis | None:
+        first = asyncio.ensure_future(server.analysis(uri, follow=follow))
+        assert await asyncio.get_running_loop().run_in_executor(None, running.wait, 30)
+        project.build()  # what `build` does on the index thread, then its re-check of the open documents
+        server.recheck([uri])
+        go_on.set()
+        answer = await first
+        if not follow:
+            assert answer is None  # outdated: the re-check publishes
+            assert uri not in server.analyses
+            answer = await server.analysis(uri)
+        return answer
+
+    try:
+        answer = asyncio.run(scenario())
+    finally:
+        go_on.set()
+        server.analysis_thread.shutdown()
+    assert rechecked == [uri]
+    assert analysed_with == [False, True]
+    assert answer is not None and server.analyses[uri] is answer
+    assert [(f.line, f.code) for f in answer.findings] == [(10, "KVC001")]
+
+
 def test_a_file_the_walk_would_skip_never_enters_the_index(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     shutil.copytree(FIXTURES / "server_workspace", root)

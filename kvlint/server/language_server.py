@@ -112,6 +112,7 @@ class KvlintLanguageServer(LanguageServer):
                          protocol_cls=KvlintProtocol)
         self.documents: dict[str, Document] = {}
         self.analyses: dict[str, DocumentAnalysis] = {}
+        self.rechecks: dict[str, int] = {}  # per document: how many times `recheck` made its analyses stale
         self.projects: dict[str, ProjectIndex] = {}  # by the folder's absolute path
         self.folders: list[Path] = []
         self.timers: dict[str, asyncio.TimerHandle] = {}
@@ -273,6 +274,7 @@ class KvlintLanguageServer(LanguageServer):
         """Analyse these documents again now: the index or the configuration they were analysed with changed."""
         for uri in uris:
             self.analyses.pop(uri, None)
+            self.rechecks[uri] = self.rechecks.get(uri, 0) + 1  # an analysis under way now is stale too
             self.schedule(uri)
 
     async def publish(self, uri: str) -> None:
@@ -290,9 +292,12 @@ class KvlintLanguageServer(LanguageServer):
         """The analysis of the document's current text: the last one if still current, else a new one.
 
         An analysis whose text changed while it waited for the worker thread is skipped (typing faster than
-        the analysis runs leaves no backlog); `follow` then analyses the newer text, else gives None.
+        the analysis runs leaves no backlog); `follow` then analyses the newer text, else gives None. So is one
+        that a `recheck` made stale while it ran (the index it read was replaced meanwhile): kept, it would be
+        the answer the re-check asks for, and the document would keep the diagnostics of the old index.
         """
         while True:
+            rechecks = self.rechecks.get(uri, 0)
             document = self.documents.get(uri)
             if document is None or not document.is_python:
                 return None
@@ -317,7 +322,7 @@ class KvlintLanguageServer(LanguageServer):
                 return analyse_text(uri, version, text, path, config, project, previous, lines)
 
             analysis = await asyncio.get_running_loop().run_in_executor(self.analysis_thread, work)
-            if analysis is None:
+            if analysis is None or self.rechecks.get(uri, 0) != rechecks:
                 if follow:
                     continue
                 return None
