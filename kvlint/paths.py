@@ -13,6 +13,12 @@ PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", ".git")
 
 def display_path(path: Path, cwd: Path | None = None) -> str:
     """Return `path` relative to `cwd` when under it, else absolute, with `/` separators."""
+    if cwd is None and os.sep == "/":  # a relative path that stays below the current directory is itself,
+        text = os.fspath(path)  # normalised (pre-commit names thousands of files: no `relpath` of each)
+        if text and not text.startswith("/"):
+            normal = os.path.normpath(text)
+            if normal != os.pardir and not normal.startswith("../"):
+                return normal
     base = os.path.abspath(cwd if cwd is not None else os.getcwd())
     absolute = os.path.normpath(os.path.join(base, path))
     try:

@@ -95,7 +95,10 @@ def _join(directory: str, name: str) -> str:
 def top_package_root(path: Path) -> Path:
     """The directory the top-level package of a checked path sits in (`/x` for `/x/pkg/sub/mod.py` and for
     `/x/pkg`, where `pkg` and `sub` hold an `__init__.py`); a directory of no package is its own root."""
-    directory = _directory_of(path)
+    return _package_top(_directory_of(path))
+
+
+def _package_top(directory: Path) -> Path:
     while (directory / "__init__.py").is_file() and directory.parent != directory:
         directory = directory.parent
     return directory
@@ -112,8 +115,9 @@ def first_party_roots(paths: Sequence[Path]) -> list[Path]:
     directory without one inside a regular package (`/x/pkg/ns/mod.py`, or `/x/pkg/ns`: a namespace portion),
     the directory its modules are named from (`/x`: `kvlint.source.packages_of`), so `from .checks import f`
     there is found without a project root."""
-    tops = sorted({top_package_root(path) for path in paths})
-    portions = {directory for directory in map(_directory_of, paths) if not (directory / "__init__.py").is_file()}
+    directories = set(map(_directory_of, paths))  # a directory's files share its roots (pre-commit names thousands)
+    tops = sorted(set(map(_package_top, directories)))
+    portions = {directory for directory in directories if not (directory / "__init__.py").is_file()}
     if not portions:
         return tops
     from kvlint.source import packages_of  # the modules' own walk; only for a path outside a regular package

@@ -129,12 +129,13 @@ class _Walker:
         self.seen: set[str] = set()
         self.walked: set[str] = set()
         self.listed = listed
+        self.real_directories: dict[str, str] = {}  # each named file's directory, resolved
 
     def emit(
         self, path: str, info: os.stat_result | None, reason: str, key: str = "", shown: str = ""
     ) -> Iterator[SourceFile | UnreadablePath]:
         """Yield `path` once, as a SourceFile if it is a regular file."""
-        key = key or (os.path.realpath(path) if info is not None else os.path.abspath(path))
+        key = key or (self._real_path(path) if info is not None else os.path.abspath(path))
         if key in self.seen:
             return
         self.seen.add(key)
@@ -145,6 +146,17 @@ class _Walker:
             yield SourceFile(_normalised(path), shown)
         else:
             yield UnreadablePath(Path(path), shown, "not a regular file")
+
+    def _real_path(self, path: str) -> str:
+        """`os.path.realpath(path)`, its directory's resolved once: a file named on the command line is one
+        `lstat` where it is no link, not one for each part of its path (pre-commit names thousands)."""
+        directory, name = os.path.split(path)
+        if name in ("", os.curdir, os.pardir) or os.path.islink(path):
+            return os.path.realpath(path)
+        real = self.real_directories.get(directory)
+        if real is None:
+            real = self.real_directories[directory] = os.path.realpath(directory or os.curdir)
+        return os.path.join(real, name)
 
     def walk(self, top: str) -> Iterator[SourceFile | UnreadablePath]:
         """Yield the Python files under `top`, depth first in name order."""
