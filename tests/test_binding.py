@@ -338,6 +338,97 @@ def test_each_file_of_a_realistic_project_checked_alone_reports_what_check_dot_d
         assert _found([path]) == Counter({k: n for k, n in whole.items() if k[0] == relative}), relative
 
 
+def _pre_commit_chunks(paths: list[Path], chunks: int) -> list[list[Path]]:
+    """The files cut into consecutive chunks, as pre-commit hands a hook a long list (`pre_commit.xargs`)."""
+    size = -(-len(paths) // chunks)
+    return [paths[start:start + size] for start in range(0, len(paths), size)]
+
+
+@pytest.mark.parametrize("suite", ["binding/project", *REALISTIC])
+def test_the_project_named_in_pre_commit_s_chunks_reports_what_check_dot_does(
+    suite: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`pre-commit run --all-files` names every file, a few thousand a run, and a commit several: each chunk
+    reports what `kvlint check .` reports on its files. A named file the byte scan skips is no file the run
+    declares (`runners/__init__.py` beside a runner built on what it re-exports: the runner lost its base).
+    With many such files a run reads the project's relevant files as imports, and only the callers' imports
+    (what `MANY_NAMED_SKIPPED` says)."""
+    from kvlint.binding import module_resolution
+
+    root = tmp_path / "project"
+    shutil.copytree(FIXTURES / suite, root if suite == "binding/project" else root / "pkg")  # its root, a package
+    (root / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")
+    monkeypatch.chdir(root)
+    whole = _found([Path(".")])
+    assert whole, suite
+    files = sorted(Path(".").rglob("*.py"))
+    for many in (len(files), 0):  # a few named files, each read for its imports; and many (the fixtures are small)
+        monkeypatch.setattr(module_resolution, "MANY_NAMED_SKIPPED", many)
+        chunked: Counter[tuple[str, int, str]] = Counter()
+        for chunk in _pre_commit_chunks(files, 3):
+            chunked += _found(chunk)
+        assert chunked == whole, many
+
+
+def test_many_named_files_are_not_each_read_for_their_imports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run naming more files than `MANY_NAMED_SKIPPED` that mention no configured name reads the imports of
+    those that call what the project declares to return the payload, not of every one (`pre-commit run
+    --all-files` on vLLM: reading each one's took 20 times `kvlint check .`). The caller's imported `NoReturn`
+    guard is still seen, as the hook given that file alone sees it."""
+    from kvlint.binding import module_resolution
+
+    package = tmp_path / "serving"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "outputs.py").write_text(
+        "from dataclasses import dataclass\n\n\n@dataclass\nclass KVConnectorOutput:\n"
+        "    finished_sending: set[str] | None = None\n\n\n@dataclass\nclass ModelRunnerOutput:\n"
+        "    kv_connector_output: KVConnectorOutput | None = None\n"
+    )
+    (package / "transfer.py").write_text(
+        "from serving.outputs import KVConnectorOutput, ModelRunnerOutput\n\n\n"
+        "def take_kv_output(output: ModelRunnerOutput) -> KVConnectorOutput | None:\n"
+        "    return output.kv_connector_output\n"
+    )
+    (package / "errors.py").write_text(
+        "from typing import NoReturn\n\n\ndef abort_step(reason: str) -> NoReturn:\n"
+        "    raise RuntimeError(reason)\n"
+    )
+    (package / "scheduler.py").write_text(
+        "from serving.errors import abort_step\nfrom serving.transfer import take_kv_output\n\n\n"
+        "def sent_requests(output):\n"
+        "    kvo = take_kv_output(output)\n"
+        "    if kvo is None:\n"
+        "        abort_step(\"the step came back without its transfer state\")\n"
+        "    return kvo.finished_sending\n\n\n"
+        "def sent_requests_unchecked(output):\n"
+        "    kvo = take_kv_output(output)\n"
+        "    return kvo.finished_sending  # the finding\n"
+    )
+    for number in range(80):  # the rest of a serving package: modules that never touch a connector output
+        (package / f"sampling_{number:02d}.py").write_text(
+            f"import math\n\n\ndef temperature_{number}(logits, value):\n"
+            "    return [x / max(value, 1e-5) for x in logits] if math.isfinite(value) else logits\n"
+        )
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'serving'\n")
+    monkeypatch.chdir(tmp_path)
+    read: list[str] = []
+    declarations_of = module_resolution.declarations_of
+
+    def counted(data: bytes, module_name: str, is_package: bool, config: Config) -> list:
+        read.append(module_name)
+        return declarations_of(data, module_name, is_package, config)
+
+    monkeypatch.setattr(module_resolution, "declarations_of", counted)
+    named = sorted(path for path in Path("serving").glob("*.py") if path.name not in ("outputs.py", "transfer.py"))
+    assert len(named) > module_resolution.MANY_NAMED_SKIPPED
+    assert _found(named) == Counter({("serving/scheduler.py", 14, "KVC001"): 1})
+    assert "serving.scheduler" in read and "serving.errors" in read
+    assert not [module for module in read if module.startswith("serving.sampling")]
+    read.clear()
+    assert _found([Path("serving/scheduler.py")]) == Counter({("serving/scheduler.py", 14, "KVC001"): 1})
+
+
 def test_a_warm_hook_run_sees_a_runner_call_its_producer_off_the_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

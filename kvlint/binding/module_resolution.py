@@ -60,6 +60,10 @@ __all__ = ["SearchPath", "declarations_of", "environment_site_packages", "import
 
 MAX_IMPORT_DEPTH = 2  # modules imported by modules imported by a relevant file, and no further
 MAX_MODULES_READ = 400  # a bound on what one run reads beyond its own files
+# files named on the command line that the byte scan skips, above which their imports are read only for those the
+# analysis may reach, and the project's relevant files beyond the run are read instead: `pre-commit run
+# --all-files` names a few thousand at a time, and reading each one's imports took 20 times the whole run
+MANY_NAMED_SKIPPED = 64
 MAX_MODULE_BYTES = 2 * 2**20
 # what a `def` that may end a path or narrow holds: an annotation, a `raise`, or a call of `KNOWN_NO_RETURN`
 _PREDICATE_WORDS = (b"NoReturn", b"Never", b"TypeGuard", b"TypeIs", b"raise", b"exit(", b"abort(", b"quit(",
@@ -69,13 +73,15 @@ _PREDICATE_WORDS = (b"NoReturn", b"Never", b"TypeGuard", b"TypeIs", b"raise", b"
 def imported_declarations(
     importers: Iterable[ModuleDecl], search: SearchPath, known_modules: Iterable[str], names: Sequence[str],
     declare: Callable[[bytes, str, bool], list[Declaration]], built_on: Collection[str] = (),
-    held: _HeldBytes | None = None,
+    held: _HeldBytes | None = None, also_imported: Iterable[str] = (),
 ) -> list[Declaration]:
     """The declarations of the modules the importers (the run's relevant files) import that the run did not
     declare (the module's docstring says which are read), in a stable order. `declare` reads one module's
     (`declarations_of`, through the result cache when the run has one). `built_on`: the resolved names the
     run's classes build on or hold (`_built_on`), the names followed through a package's re-export. `held`:
-    the bytes of the files the run's byte scan skipped (for `names`), taken instead of reading them again."""
+    the bytes of the files the run's byte scan skipped (for `names`), taken instead of reading them again.
+    `also_imported`: modules read as if an importer imported them (the project's relevant files beyond a run
+    that names too many files to read each one's imports: `imported_declarations_for`)."""
     known = set(known_modules)
     built_on = set(built_on)
     found: list[Declaration] = []
@@ -102,6 +108,8 @@ def imported_declarations(
             entry.whole = before.whole = True
 
     imported_names: dict[str, set[str]] = {}  # module -> the names asked of it (`from m import X`: X)
+    for module in also_imported:
+        want(module, 1)
     for importer in sorted(importers, key=lambda decl: decl.module):
         for target in importer.imports:
             want(target, 1)
@@ -316,26 +324,32 @@ def imported_declarations_for(
     modules it analyses too (`AnalysedDeclarations`)."""
     importers = [decl for decl in declarations if isinstance(decl, ModuleDecl)]
     built_on = _built_on(declarations)
-    named = {os.path.abspath(path) for path in paths}
-    names = {os.path.basename(path) for path in named}  # a file's own name first: `abspath` costs 5 us a file
-    for source, data in skipped:
-        if source.display_path.rpartition("/")[2] in names and os.path.abspath(source.location) in named:
-            module_name, is_package = module_name_for(source.path)
-            declared = declarations_of(data, module_name, is_package, config)
-            importers += [d for d in declared if isinstance(d, ModuleDecl)]
-            built_on |= _built_on(declared)
-    if not importers:
+    named_skipped = _named_files(paths, skipped)
+    many = len(named_skipped) > MANY_NAMED_SKIPPED
+    if not many:
+        importers += _importers_of(named_skipped, config, built_on)
+    if not importers and not many:
         return []
     search = search if search is not None else run_search_path(config, paths)  # a caller's, to ask what it read
+    project = ProjectBeyondRun(config, paths if covered is None else covered, search, project_files,
+                               analysed_declarations)
 
     stored = sorted({decl.attribute for decl in declarations if isinstance(decl, SelfStore)})
     reads: list[Declaration] = []  # a module read for its declarations may read a stored-only attribute
+
+    declared_before: dict[tuple[bytes, str, bool], list[Declaration]] = {}  # a module read twice is parsed once
 
     def declare(data: bytes, module: str, is_package: bool) -> list[Declaration]:
         """A module's declarations, from the result cache when it has them (keyed by the bytes read)."""
         named = tuple(name for name in stored if name.encode() in data)
         if named:
             reads.append(AttributeReads(module, named))
+        known = declared_before.get((data, module, is_package))
+        if known is None:
+            known = declared_before[data, module, is_package] = _declared(data, module, is_package)
+        return known
+
+    def _declared(data: bytes, module: str, is_package: bool) -> list[Declaration]:
         if store is None:
             return declarations_of(data, module, is_package, config)
         key = store.file_key("<imported>", module, is_package, data)
@@ -347,12 +361,67 @@ def imported_declarations_for(
         store.remember_declarations(key, declared)
         return declared
 
-    found = imported_declarations(importers, search, {decl.module for decl in importers}, config.names(), declare,
-                                  built_on, _HeldBytes(skipped) if skipped else None)
-    project = ProjectBeyondRun(config, paths if covered is None else covered, search, project_files,
-                               analysed_declarations)
+    held = _HeldBytes(skipped) if skipped else None
+
+    # what the run declares itself: its relevant files. A named file the byte scan skipped is not among them,
+    # though it imports: what it declares is read where another file imports it, as any skipped file's
+    declared_here = {decl.module for decl in declarations if isinstance(decl, ModuleDecl)}
+
+    def imported(importers: list[ModuleDecl], beyond: Sequence[str] = ()) -> list[Declaration]:
+        del reads[:]  # what a module read says of the stored attributes: once, from the last reading
+        return imported_declarations(importers, search, declared_here, config.names(), declare, built_on, held,
+                                     beyond)
+
+    if many:  # `pre-commit run --all-files`: kvlint is given the project a few thousand files at a time
+        beyond = _relevant_beyond_run(project, config, declared_here)
+        found = imported(importers, beyond)
+        callers = _callers_among(named_skipped, [*declarations, *found], config)
+        importers += _importers_of(callers, config, built_on)  # only a named file the analysis may reach needs
+        if callers:  # its imports read, as any other
+            found = imported(importers, beyond)
+    else:
+        found = imported(importers)
     return (found + reads + caller_declarations(declarations, config, paths, search, project)
             + callee_declarations(declarations, config, project) + attribute_reads(declarations, project))
+
+
+def _named_files(paths: Sequence[Path], skipped: Sequence[tuple[SourceFile, bytes]]) -> list[tuple[SourceFile, bytes]]:
+    """Each file named on the command line that the byte scan skipped: the pre-commit hook names the changed
+    files, whose calls may reach what only an unchanged file declares."""
+    named = {os.path.abspath(path) for path in paths}
+    names = {os.path.basename(path) for path in named}  # a file's own name first: `abspath` costs 5 us a file
+    return [(source, data) for source, data in skipped
+            if source.display_path.rpartition("/")[2] in names and os.path.abspath(source.location) in named]
+
+
+def _importers_of(files: Iterable[tuple[SourceFile, bytes]], config: Config, built_on: set[str]) -> list[ModuleDecl]:
+    """What each of these files imports, as it declares it; the names their classes build on added to
+    `built_on`."""
+    importers: list[ModuleDecl] = []
+    for source, data in files:
+        module_name, is_package = module_name_for(source.path)
+        declared = declarations_of(data, module_name, is_package, config)
+        importers += [d for d in declared if isinstance(d, ModuleDecl)]
+        built_on |= _built_on(declared)
+    return importers
+
+
+def _relevant_beyond_run(project: ProjectBeyondRun, config: Config, known: Collection[str]) -> list[str]:
+    """The modules of the project's files beyond the run that mention a configured name (what a whole-tree run
+    analyses), but those the run declares: each is read as an import of the run's files."""
+    names = config.names()
+    found = {project.module_name(path)[0] for path, data in project.files() if mentions_any(data, names)}
+    return sorted(found - set(known) - {""})
+
+
+def _callers_among(files: Sequence[tuple[SourceFile, bytes]], declarations: Sequence[Declaration], config: Config,
+                   ) -> list[tuple[SourceFile, bytes]]:
+    """Those of the named files the byte scan skipped that name what the declarations say may return or hold
+    the payload (`caller_names`): only such a file is analysed (as a caller), so only its imports matter."""
+    from kvlint.binding.tree_index import TreeIndex, caller_names
+
+    wanted = caller_names(TreeIndex(declarations, payload_classes=config.payload_classes), config)
+    return [file for file in files if mentions_any(file[1], wanted)] if wanted else []
 
 
 class ProjectBeyondRun:

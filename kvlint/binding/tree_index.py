@@ -29,6 +29,10 @@ from kvlint.binding.names import ImportTable, matches
 from kvlint.binding.summaries import HolderUse, PassThrough, SelfStore
 from kvlint.binding.words import word_count, word_mentions
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from kvlint.config import Config
+
 MAX_BASE_DEPTH = 12
 _Typed = TypeVar("_Typed", bound=Declaration)
 _IMPLICIT_BASES = ("object", "typing.Generic", "typing.Protocol", "typing.NamedTuple", "abc.ABC", "enum.Enum")
@@ -618,3 +622,14 @@ class _ReExportedImports(ImportTable):
         if found is None:
             found = self._resolved[spelled] = self._followed(super().resolve_dotted(spelled))
         return found
+
+
+def caller_names(index: TreeIndex, config: Config) -> tuple[str, ...]:
+    """The names whose mention makes a file the byte scan skipped worth analysing: what the tree declares to
+    return or hold the payload. A skipped file mentions no configured name, nor any name containing one, and a
+    private name stays in its own file."""
+    configured = config.names()
+    return tuple(sorted(
+        name for name in index.candidate_names()
+        if not name.startswith("_") and not any(c in name for c in configured)
+    ))

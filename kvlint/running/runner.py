@@ -26,7 +26,7 @@ from kvlint.findings import Finding
 from kvlint.rules import INTERNAL_ERROR, UNREADABLE
 from kvlint.binding.declarations import Declaration
 from kvlint.binding.module_resolution import imported_declarations_for
-from kvlint.binding.tree_index import TreeIndex
+from kvlint.binding.tree_index import TreeIndex, caller_names
 from kvlint.running.run_record import FileRow, Record, RunResult, current_key, replay, settled
 from kvlint.running.worker_pool import STILL_READING, WorkerPool, in_worker
 from kvlint.running.worker_pool import shared as shared_with_workers
@@ -764,17 +764,6 @@ class IndexBuild:
         changed = (index.connector_callees != self.provisional.connector_callees
                    or index.unread_attributes != self.provisional.unread_attributes)
         return (index if changed else self.provisional), changed
-
-
-def caller_names(index: TreeIndex, config: Config) -> tuple[str, ...]:
-    """The names whose mention makes a file the byte scan skipped worth analysing: what the tree declares to
-    return or hold the payload. A skipped file mentions no configured name, nor any name containing one, and a
-    private name stays in its own file."""
-    configured = config.names()
-    return tuple(sorted(
-        name for name in index.candidate_names()
-        if not name.startswith("_") and not any(c in name for c in configured)
-    ))
 
 
 def _Pool(jobs: int, size: int | Callable[[int], bool]) -> WorkerPool:  # noqa: N802 - reads as the class it returns
