@@ -9,7 +9,9 @@ untimed warm-up each:
 - `pre-commit run kvlint --all-files`;
 - `kvlint check .` with the kvlint of the hook's own environment, in the same checkout;
 - `pre-commit run noop --all-files`, a hook that runs `true` on the same files with `require_serial: true`:
-  what pre-commit itself costs (listing, classifying and handing over the files), whatever the hook.
+  what pre-commit itself costs (listing, classifying and handing over the files), whatever the hook;
+- `pre-commit run kvlint-cached --all-files`: kvlint's hook with `args: [--cache-dir, DIR]`, DIR removed
+  before each run, so that only the run's later kvlint processes reuse what its first one read.
 
 pre-commit hands a hook its files in command lines of at most 128 KiB (`pre_commit.xargs`), even with
 `require_serial: true` (which makes them run one after another, not at once): the script prints how many
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shlex
 import shutil
 import sqlite3
 import statistics
@@ -50,6 +53,9 @@ repos:
     rev: {rev}
     hooks:
       - id: kvlint
+      - id: kvlint
+        alias: kvlint-cached
+        args: [--cache-dir, {cache}]
   - repo: local
     hooks:
       - id: noop
@@ -83,7 +89,7 @@ def checkout(version: str, directory: Path, commit: str) -> Path:
             shutil.copytree(entry, repo / entry.name)
         else:
             shutil.copy2(entry, repo / entry.name)
-    (repo / ".pre-commit-config.yaml").write_text(CONFIG.format(repo=ROOT, rev=commit))
+    (repo / ".pre-commit-config.yaml").write_text(CONFIG.format(repo=ROOT, rev=commit, cache=directory / "cache"))
     subprocess.run([*GIT, "init", "-q"], cwd=repo, check=True)
     subprocess.run([*GIT, "add", "-A"], cwd=repo, check=True)
     subprocess.run([*GIT, "commit", "-q", "-m", f"vLLM {version}"], cwd=repo, check=True)
@@ -138,10 +144,15 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run([*pre_commit, "install-hooks"], cwd=repo, env=environment(), check=True,
                        stdout=subprocess.DEVNULL)
         kvlint = hook_kvlint(commit)
+        cache = Path(scratch) / "cache"
+        cached_run = " ".join([*map(shlex.quote, pre_commit), "run", "kvlint-cached", "--all-files"])
         commands = {
             "pre-commit run kvlint --all-files": [*pre_commit, "run", "kvlint", "--all-files"],
             "kvlint check .": [str(kvlint), "check", "."],
             "pre-commit run noop --all-files": [*pre_commit, "run", "noop", "--all-files"],
+            # the hook with `args: [--cache-dir, DIR]`, DIR emptied first: its later runs reuse what the first read
+            "the same, the hook given an empty --cache-dir":
+                ["sh", "-c", f"rm -rf {shlex.quote(str(cache))} && {cached_run}"],
         }
         walls: dict[str, list[float]] = {label: [] for label in commands}
         cpus: dict[str, list[float]] = {label: [] for label in commands}

@@ -27,6 +27,29 @@ def _any_found(data: bytes | str, probes: Probes) -> bool:
     return False
 
 
+def names_found(data: bytes, names: tuple[str, ...]) -> list[str]:
+    """Those of `names` the bytes hold, in their order. Names that share their first bytes are looked for only
+    where those are: the run's producers in a project's tests are dozens of `test_...` functions, looked for
+    in each of the project's thousands of other files."""
+    found: set[str] = set()
+    for prefix, members in _prefix_groups(names):
+        if data.find(prefix) >= 0:
+            found.update(name for name, needle in members if needle == prefix or data.find(needle) >= 0)
+    return [name for name in names if name in found] if found else []
+
+
+_PREFIX_LENGTH = 5  # `test_`
+
+
+@functools.lru_cache(maxsize=32)
+def _prefix_groups(names: tuple[str, ...]) -> tuple[tuple[bytes, tuple[tuple[str, bytes], ...]], ...]:
+    groups: dict[bytes, list[tuple[str, bytes]]] = {}
+    for name in names:
+        needle = name.encode()
+        groups.setdefault(needle[:_PREFIX_LENGTH], []).append((name, needle))
+    return tuple((members[0][1] if len(members) == 1 else prefix, tuple(members)) for prefix, members in groups.items())
+
+
 _PROBE_LENGTH = 8  # the shortest substring shared by needles that is searched for in their place
 _MAX_GROUPED = 40
 _NESTING_GAIN = 4  # how much longer a group's probe must be than its parent's to be searched for on its own

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvlint.byte_scan import _probes, distinct_needles, mentions_any
+from kvlint.byte_scan import _prefix_groups, _probes, distinct_needles, mentions_any, names_found
 from kvlint.config import Config, config_from_mapping
 
 
@@ -76,6 +76,31 @@ def test_the_probe_tree_answers_what_one_search_per_name_would(names: list[str],
     expected = any(name in text for name in names)
     assert mentions_any(text, names) is expected
     assert mentions_any(text.encode(), names) is expected
+
+
+@given(
+    names=st.lists(st.sampled_from([
+        "test_kv_connector_basic", "test_kv_connector_stats", "test_ec_connector", "test_", "tes", "make_output",
+        "make_outputs", "mock_output", "_mk_output", "create_model_runner_output", "step",
+    ]), min_size=1, max_size=8, unique=True),
+    text=st.lists(st.sampled_from([
+        "test_", "kv_connector", "_basic", "_stats", "ec_", "connector", "make_", "output", "s", "mock", "_mk",
+        "create_model_runner", "_output", "ste", "p", " ", "\n",
+    ]), max_size=14).map("".join),
+)
+@settings(max_examples=400, deadline=None)
+def test_the_names_found_are_those_one_search_per_name_finds_in_order(names: list[str], text: str) -> None:
+    assert names_found(text.encode(), tuple(names)) == [name for name in names if name in text]
+
+
+def test_names_that_share_their_first_bytes_are_looked_for_under_one_search() -> None:
+    """A project's tests define dozens of `test_...` producers, looked for in each of its other files: a file
+    without `test_` costs one search for all of them."""
+    names = ("test_kv_connector_basic", "test_ec_connector_unable_to_allocate", "make_output", "mock_output")
+    groups = dict(_prefix_groups(names))
+    assert [name for name, _ in groups[b"test_"]] == ["test_kv_connector_basic", "test_ec_connector_unable_to_allocate"]
+    assert b"make_output" in groups and b"mock_output" in groups  # alone under its prefix: searched for itself
+    assert names_found(b"def run(self):\n    return make_output(self.step)\n", names) == ["make_output"]
 
 
 def test_the_prepare_stage_asks_for_the_probes_the_parent_built_before_forking() -> None:

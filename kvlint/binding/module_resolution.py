@@ -47,7 +47,7 @@ from kvlint.binding.declarations import (
 from kvlint.binding.names import ImportTable, matches, walk_statements
 from kvlint.binding.summaries import HolderUse, ParkedReturn, PassThrough, SelfStore
 from kvlint.binding.words import defined_names, word_count, word_mentions
-from kvlint.byte_scan import mentions_any
+from kvlint.byte_scan import mentions_any, names_found
 from kvlint.source import SourceError, decode_source, module_name_for, parse_source
 
 if TYPE_CHECKING:
@@ -312,6 +312,7 @@ def imported_declarations_for(
     search: SearchPath | None = None, covered: Sequence[Path] | None = None,
     project_files: ProjectFiles | None = None,
     analysed_declarations: AnalysedDeclarations | None = None,
+    declare_all: Callable[[list[tuple[bytes, str, bool]]], list[list[Declaration]]] | None = None,
 ) -> list[Declaration]:
     """What the modules the run's relevant files import declare, where the run does not hold them: found in
     the run's package roots, the project, the search path and the environment (this module).
@@ -321,7 +322,8 @@ def imported_declarations_for(
     more than `paths` (the editor's workspace folder, whose every file it indexes): not read again.
     `project_files`: where the project beyond the run is read from (`ProjectBeyondRun`), for a caller that
     runs on one file after another of one project (mypy's helper), with `analysed_declarations`, those of the
-    modules it analyses too (`AnalysedDeclarations`)."""
+    modules it analyses too (`AnalysedDeclarations`). `declare_all`: `declarations_of` each of many modules
+    at once (the run's worker processes), for the project's relevant files a run naming many files reads."""
     importers = [decl for decl in declarations if isinstance(decl, ModuleDecl)]
     built_on = _built_on(declarations)
     named_skipped = _named_files(paths, skipped)
@@ -373,7 +375,10 @@ def imported_declarations_for(
                                      beyond)
 
     if many:  # `pre-commit run --all-files`: kvlint is given the project a few thousand files at a time
-        beyond = _relevant_beyond_run(project, config, declared_here)
+        relevant = _relevant_beyond_run(project, config, declared_here)
+        if declare_all is not None and store is None:  # parsed side by side, each read as an import below
+            declared_before.update(zip(relevant, declare_all(relevant)))
+        beyond = sorted({module for _, module, _ in relevant})
         found = imported(importers, beyond)
         callers = _callers_among(named_skipped, [*declarations, *found], config)
         importers += _importers_of(callers, config, built_on)  # only a named file the analysis may reach needs
@@ -406,12 +411,13 @@ def _importers_of(files: Iterable[tuple[SourceFile, bytes]], config: Config, bui
     return importers
 
 
-def _relevant_beyond_run(project: ProjectBeyondRun, config: Config, known: Collection[str]) -> list[str]:
-    """The modules of the project's files beyond the run that mention a configured name (what a whole-tree run
-    analyses), but those the run declares: each is read as an import of the run's files."""
+def _relevant_beyond_run(project: ProjectBeyondRun, config: Config, known: Collection[str],
+                         ) -> list[tuple[bytes, str, bool]]:
+    """(bytes, module name, is a package) of the project's files beyond the run that mention a configured name
+    (what a whole-tree run analyses), but those the run declares: each is read as an import of the run's files."""
     names = config.names()
-    found = {project.module_name(path)[0] for path, data in project.files() if mentions_any(data, names)}
-    return sorted(found - set(known) - {""})
+    found = [(data, *project.module_name(path)) for path, data in project.files() if mentions_any(data, names)]
+    return [file for file in found if file[1] and file[1] not in known and len(file[0]) <= MAX_MODULE_BYTES]
 
 
 def _callers_among(files: Sequence[tuple[SourceFile, bytes]], declarations: Sequence[Declaration], config: Config,
@@ -451,13 +457,14 @@ class ProjectBeyondRun:
         """(bytes, module name, is a package, those of `names` its bytes hold) of each file that holds one, but
         a file of a module the run analyses (two files of one module name: the run's own is the one it knows).
         `still`: a set the caller empties as it goes; only its names are looked for, and none once it is empty."""
-        needles = [(name, name.encode()) for name in names]
+        wanted, left = tuple(names), -1
         for path, data in self.files():
             if still is not None:
                 if not still:
                     return
-                needles = [(name, needle) for name, needle in needles if name in still]
-            named = [name for name, needle in needles if needle in data]
+                if len(still) != left:  # the caller settled some: no longer looked for
+                    wanted, left = tuple(name for name in wanted if name in still), len(still)
+            named = names_found(data, wanted)
             if named:
                 module, is_package = self.module_name(path)
                 if module not in analysed:
@@ -499,9 +506,10 @@ class ProjectBeyondRun:
     def _read(self) -> list[tuple[Path, bytes]]:
         paths = self.paths
         root = self._root()
-        if any(root.is_relative_to(Path(path).resolve()) for path in paths):
+        directories = [path for path in paths if os.path.isdir(path)]  # a file holds no other (pre-commit names
+        if any(root.is_relative_to(Path(path).resolve()) for path in directories):  # thousands of files)
             return []  # the run holds the whole project already
-        in_run = tuple(os.path.join(os.path.abspath(path), "") for path in paths)  # the run read those already
+        in_run = tuple(os.path.join(os.path.abspath(path), "") for path in directories)  # the run read those already
         run_files = {os.path.abspath(path) for path in paths}
         if self._project_files is None:
             listed, read, found = project_files(root, self.config, in_run, run_files)

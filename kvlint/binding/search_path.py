@@ -109,13 +109,20 @@ def _directory_of(path: Path) -> Path:
     return directory if directory.is_dir() else directory.parent
 
 
+def _directory_name(path: Path) -> str:
+    """`_directory_of`, as a string."""
+    absolute = os.path.abspath(path)
+    return absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
+
+
 def first_party_roots(paths: Sequence[Path]) -> list[Path]:
     """The roots the run's own modules are found in: each path's `top_package_root` (a directory of no package
     is one, as ty tries each directory above a file that holds no `__init__.py`), then, for a path in a
     directory without one inside a regular package (`/x/pkg/ns/mod.py`, or `/x/pkg/ns`: a namespace portion),
     the directory its modules are named from (`/x`: `kvlint.source.packages_of`), so `from .checks import f`
     there is found without a project root."""
-    directories = set(map(_directory_of, paths))  # a directory's files share its roots (pre-commit names thousands)
+    directories = set(map(Path, {_directory_name(path) for path in paths}))  # a directory's files share its roots
+    # (pre-commit names thousands of files)
     tops = sorted(set(map(_package_top, directories)))
     portions = {directory for directory in directories if not (directory / "__init__.py").is_file()}
     if not portions:

@@ -7,6 +7,7 @@ calls `run`; the result is identical whatever the job count or file order.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -25,7 +26,7 @@ from kvlint.byte_scan import mentions_any
 from kvlint.findings import Finding
 from kvlint.rules import INTERNAL_ERROR, UNREADABLE
 from kvlint.binding.declarations import Declaration
-from kvlint.binding.module_resolution import imported_declarations_for
+from kvlint.binding.module_resolution import declarations_of, imported_declarations_for
 from kvlint.binding.tree_index import TreeIndex, caller_names
 from kvlint.running.run_record import FileRow, Record, RunResult, current_key, replay, settled
 from kvlint.running.worker_pool import STILL_READING, WorkerPool, in_worker
@@ -117,7 +118,8 @@ def run(
         if cache is not None:
             declarations += cache.imported_declarations(declarations, config, paths, skipped)
         else:
-            declarations += imported_declarations_for(declarations, config, paths, skipped)
+            declarations += imported_declarations_for(declarations, config, paths, skipped,
+                                                      declare_all=functools.partial(_declare_all, pool, config))
         texts = [p.text for p in prepared]
         if cache is not None:
             prepared_texts = texts
@@ -764,6 +766,20 @@ class IndexBuild:
         changed = (index.connector_callees != self.provisional.connector_callees
                    or index.unread_attributes != self.provisional.unread_attributes)
         return (index if changed else self.provisional), changed
+
+
+def _declare_all(pool: WorkerPool, config: Config, modules: list[tuple[bytes, str, bool]]) -> list[list[Declaration]]:
+    """`declarations_of` each module, in the workers (the project's relevant files a run naming many reads)."""
+    return pool.map(_declare_module, [(*module, config) for module in modules], size=_module_size)
+
+
+def _declare_module(module: tuple[bytes, str, bool, Config]) -> list[Declaration]:
+    data, name, is_package, config = module
+    return declarations_of(data, name, is_package, config)
+
+
+def _module_size(module: tuple[bytes, str, bool, Config]) -> int:
+    return len(module[0])
 
 
 def _Pool(jobs: int, size: int | Callable[[int], bool]) -> WorkerPool:  # noqa: N802 - reads as the class it returns
