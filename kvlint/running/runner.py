@@ -770,7 +770,8 @@ class IndexBuild:
 
 def _declare_all(pool: WorkerPool, config: Config, modules: list[tuple[bytes, str, bool]]) -> list[list[Declaration]]:
     """`declarations_of` each module, in the workers (the project's relevant files a run naming many reads)."""
-    return pool.map(_declare_module, [(*module, config) for module in modules], size=_module_size)
+    return pool.map(_declare_module, [(*module, config) for module in modules], size=_module_size,
+                    on_crash=_declares_nothing)
 
 
 def _declare_module(module: tuple[bytes, str, bool, Config]) -> list[Declaration]:
@@ -780,6 +781,12 @@ def _declare_module(module: tuple[bytes, str, bool, Config]) -> list[Declaration
 
 def _module_size(module: tuple[bytes, str, bool, Config]) -> int:
     return len(module[0])
+
+
+def _declares_nothing(module: tuple[bytes, str, bool, Config]) -> list[Declaration]:
+    """A module whose parse took two processes down declares nothing, as one that does not parse (its file
+    is checked in the run that names it, where it is a finding)."""
+    return []
 
 
 def _Pool(jobs: int, size: int | Callable[[int], bool]) -> WorkerPool:  # noqa: N802 - reads as the class it returns

@@ -31,8 +31,8 @@ from kvlint.running.discovery import (
 from kvlint.engine import PreparedFile, prepare_source
 from kvlint.source import module_name_for
 from kvlint.binding.module_resolution import imported_declarations_for
-from kvlint.running.runner import build_index, caller_names
-from kvlint.binding.tree_index import TreeIndex
+from kvlint.running.runner import build_index
+from kvlint.binding.tree_index import TreeIndex, caller_names
 from kvlint.binding.words import word_mentions
 
 
