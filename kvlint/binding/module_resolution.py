@@ -417,7 +417,7 @@ def _relevant_beyond_run(project: ProjectBeyondRun, config: Config, known: Colle
     (what a whole-tree run analyses), but those the run declares: each is read as an import of the run's files."""
     names = config.names()
     found = [(data, *project.module_name(path)) for path, data in project.files() if mentions_any(data, names)]
-    return [file for file in found if file[1] and file[1] not in known and len(file[0]) <= MAX_MODULE_BYTES]
+    return [file for file in found if file[1] and file[1] not in known]  # (`files` holds none over the bound)
 
 
 def _callers_among(files: Sequence[tuple[SourceFile, bytes]], declarations: Sequence[Declaration], config: Config,

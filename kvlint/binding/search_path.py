@@ -105,12 +105,11 @@ def _package_top(directory: Path) -> Path:
 
 
 def _directory_of(path: Path) -> Path:
-    directory = Path(os.path.abspath(path))
-    return directory if directory.is_dir() else directory.parent
+    return Path(_directory_name(path))
 
 
 def _directory_name(path: Path) -> str:
-    """`_directory_of`, as a string."""
+    """The path itself where it is a directory, else the directory it is in: absolute."""
     absolute = os.path.abspath(path)
     return absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
 
