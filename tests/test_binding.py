@@ -43,7 +43,7 @@ def _found(paths: list[Path], config: Config | None = None) -> Counter[tuple[str
 def test_the_project_fixture_findings_match_its_markers_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPOSITORY)
     assert _found([PROJECT.relative_to(REPOSITORY)]) == expected_findings(PROJECT)
-    assert sum(expected_findings(PROJECT).values()) == 36
+    assert sum(expected_findings(PROJECT).values()) == 37
 
 
 def test_each_project_file_checked_alone_reports_what_the_whole_run_does(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -368,6 +368,72 @@ def test_the_project_named_in_pre_commit_s_chunks_reports_what_check_dot_does(
         for chunk in _pre_commit_chunks(files, 3):
             chunked += _found(chunk)
         assert chunked == whole, many
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_caller_the_byte_scan_skipped_is_guarded_by_what_it_imports_in_the_whole_run(
+    cached: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`request_finisher.py` mentions no configured name: the run analyses it only as a caller of
+    `pop_finished`, and only its own imports bring `abandon_requests`, the `NoReturn` helper no relevant file
+    calls. `kvlint check .` reads them once its scan has found the caller (as `kvlint check` of that file
+    does), with and without a cache, and a cached run whose helper came to return is not replayed."""
+    from kvlint.running import run_record
+
+    monkeypatch.setattr(run_record, "RACY_NS", 0)  # every status counts as settled (tests/test_cache_records.py)
+    shutil.copytree(PROJECT, tmp_path / "project")
+    monkeypatch.chdir(tmp_path / "project")
+    finisher = "kv_project/request_finisher.py"
+    cache = tmp_path / "cache" if cached else None
+
+    def finisher_lines() -> list[tuple[int, str]]:
+        result = run([Path(".")], Config(), jobs=1, cache_dir=cache)
+        return sorted((f.line, f.code) for f in result.findings if f.path == finisher)
+
+    assert finisher_lines() == [(21, "KVC001")]  # `note_missing` returns: its neighbour is flagged
+    assert finisher_lines() == [(21, "KVC001")]  # (replayed, with a cache)
+    errors = Path("kv_project/errors.py")
+    errors.write_text(errors.read_text().replace(
+        "def abandon_requests(reason: str) -> NoReturn:\n    logger.error(\"abandoning the step's requests: %s\", "
+        "reason)\n    raise TransferFailed(reason)\n",
+        "def abandon_requests(reason: str) -> None:\n    logger.error(\"abandoning the step's requests: %s\", "
+        "reason)\n",
+    ))
+    assert finisher_lines() == [(14, "KVC001"), (21, "KVC001"), (28, "KVC001"), (28, "KVC001")]
+
+
+def test_a_skipped_caller_s_imports_on_the_search_path_are_in_the_run_s_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The `NoReturn` helper a skipped caller imports from a vendored package on the search path: a cached
+    `kvlint check .` reads it for the caller, so the run's record names it, and a change to it is no replay."""
+    from kvlint.running import run_record
+
+    monkeypatch.setattr(run_record, "RACY_NS", 0)
+    root = tmp_path / "project"
+    shutil.copytree(PROJECT, root)
+    vendor = tmp_path / "vendor" / "step_errors"
+    vendor.mkdir(parents=True)
+    helper = vendor / "__init__.py"
+    helper.write_text("from typing import NoReturn\n\n\ndef lost_step(reason: str) -> NoReturn:\n"
+                      "    raise RuntimeError(reason)\n")
+    (root / "kv_project" / "request_finisher.py").write_text(
+        (root / "kv_project" / "request_finisher.py").read_text()
+        .replace("from kv_project.errors import abandon_requests, note_missing\n",
+                 "from kv_project.errors import note_missing\nfrom step_errors import lost_step\n")
+        .replace("abandon_requests(", "lost_step(")
+    )
+    monkeypatch.chdir(root)
+    config = Config(search_path=(str(tmp_path / "vendor"),))
+
+    def finisher_lines() -> list[int]:
+        result = run([Path(".")], config, jobs=1, cache_dir=tmp_path / "cache")
+        return sorted(f.line for f in result.findings if f.path == "kv_project/request_finisher.py")
+
+    assert finisher_lines() == [22]
+    assert finisher_lines() == [22]
+    helper.write_text("def lost_step(reason: str) -> None:\n    print(reason)\n")
+    assert finisher_lines() == [15, 22, 29, 29]
 
 
 def test_many_named_files_are_not_each_read_for_their_imports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

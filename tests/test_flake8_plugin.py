@@ -102,6 +102,17 @@ def test_the_fixture_tree_gives_what_kvlint_check_and_the_markers_give() -> None
     assert len(found) == sum(markers.values())
 
 
+def test_a_tree_s_skipped_caller_is_guarded_by_what_it_imports_as_kvlint_check_sees_it() -> None:
+    """flake8 over a tree analyses each file with the index `kvlint check` builds for it (`index_tree`): the
+    binder project's request finisher, a caller the byte scan skips, sees the `NoReturn` helper only its own
+    imports bring, and only its unguarded neighbour is flagged."""
+    project = "fixtures/binding/project"
+    found = rows(flake8("--isolated", "--select", "KVC", "-j", "2", project, cwd=ROOT))
+    assert found == kvlint_rows(project)
+    finisher = f"{project}/kv_project/request_finisher.py"
+    assert {(line, code) for path, line, _, code in found if path == finisher} == {(21, "KVC001")}
+
+
 def test_one_file_sees_what_its_imports_declare_many_files_share_an_index() -> None:
     """scheduler.py calls `take_finished_transfers`, declared Optional in sources.py, which it imports."""
     scheduler = "fixtures/vllm_like/scheduler.py"

@@ -221,7 +221,7 @@ def test_hover_text_is_the_message_and_the_explanation() -> None:
 
 # ----------------------------------------------- the tree index and the analyses
 
-@pytest.mark.parametrize("area", ["vllm_like", "realistic", "realistic_ec"])
+@pytest.mark.parametrize("area", ["vllm_like", "realistic", "realistic_ec", "binding/project"])
 def test_the_folder_index_is_the_one_kvlint_check_builds(area: str) -> None:
     root = FIXTURES / area
     config = load_config([root])
@@ -239,7 +239,9 @@ def _findings_of(root: Path, config: Config) -> dict[str, list[tuple[object, ...
     return found
 
 
-@pytest.mark.parametrize("area", ["vllm_like", "realistic", "realistic_b", "realistic_ec", "tests_policy"])
+@pytest.mark.parametrize("area", [
+    "vllm_like", "realistic", "realistic_b", "realistic_ec", "tests_policy", "binding/project",
+])
 def test_each_buffer_is_analysed_as_kvlint_check_reports_the_file(
     area: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -254,6 +256,18 @@ def test_each_buffer_is_analysed_as_kvlint_check_reports_the_file(
         analysis = analyse_text(path.as_uri(), 1, text, path, config, project)
         got = [(f.line, f.column, f.code, f.message, f.end_line, f.end_column) for f in analysis.findings]
         assert got == expected.get(str(path), []), path
+
+
+def test_a_skipped_caller_s_buffer_is_guarded_by_what_its_imports_bring() -> None:
+    """The binder project's request finisher mentions no configured name: the folder's index reads its
+    imports once the scan finds it a caller, so the `NoReturn` helper only it calls guards its accesses."""
+    root = FIXTURES / "binding" / "project"
+    config = load_config([root])
+    project = ProjectIndex(root, config)
+    project.build()
+    path = root / "kv_project" / "request_finisher.py"
+    analysis = analyse_text(path.as_uri(), 1, path.read_text(encoding="utf-8"), path, config, project)
+    assert [(f.line, f.code) for f in analysis.findings] == [(21, "KVC001")]
 
 
 def test_a_buffer_that_declares_the_same_uses_the_folders_index(tmp_path: Path) -> None:

@@ -3,8 +3,9 @@
 A module name is looked up as ty and mypy look it up: in the run's own package roots and the project's
 root first, then the configured search path (`search-path`, `--search-path`), then the site-packages of
 the project's environment (`--python`, `VIRTUAL_ENV`, a `.venv` in the project root, else kvlint's own
-interpreter). Files are read, never imported. Only what the relevant files import is read, and of that
-only what can change a verdict:
+interpreter). Files are read, never imported. Only what the relevant files import is read (and what the
+files the byte scan skipped import, where the command line names them or the run analyses them as
+callers), and of that only what can change a verdict:
 
 - a module that mentions a configured name (vLLM's `outputs.py` beside a plugin, a helper declared
   `-> KVConnectorOutput | None` in a file the pre-commit hook did not pass): all its declarations, and
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
     from kvlint.running.cache import ResultCache
     from kvlint.running.discovery import SourceFile
 
-__all__ = ["SearchPath", "declarations_of", "environment_site_packages", "imported_declarations",
+__all__ = ["ImportsRead", "SearchPath", "declarations_of", "environment_site_packages", "imported_declarations",
            "imported_declarations_for", "run_search_path", "search_path_for", "top_package_root"]
 
 MAX_IMPORT_DEPTH = 2  # modules imported by modules imported by a relevant file, and no further
@@ -313,6 +314,8 @@ def imported_declarations_for(
     project_files: ProjectFiles | None = None,
     analysed_declarations: AnalysedDeclarations | None = None,
     declare_all: Callable[[list[tuple[bytes, str, bool]]], list[list[Declaration]]] | None = None,
+    callers: Sequence[tuple[SourceFile, bytes]] = (),
+    memo: ImportsRead | None = None,
 ) -> list[Declaration]:
     """What the modules the run's relevant files import declare, where the run does not hold them: found in
     the run's package roots, the project, the search path and the environment (this module).
@@ -323,23 +326,41 @@ def imported_declarations_for(
     `project_files`: where the project beyond the run is read from (`ProjectBeyondRun`), for a caller that
     runs on one file after another of one project (mypy's helper), with `analysed_declarations`, those of the
     modules it analyses too (`AnalysedDeclarations`). `declare_all`: `declarations_of` each of many modules
-    at once (the run's worker processes), for the project's relevant files a run naming many files reads."""
+    at once (the run's worker processes), for the project's relevant files a run naming many files reads.
+    `callers`: files the byte scan skipped that the run analyses as callers of what the index declares
+    Optional (`IndexBuild.callers`), named or not: their imports are read as a named skipped file's (a
+    caller guarding the value with an imported `NoReturn` helper). The whole-tree run asks again with them
+    once its scan has found them (`IndexBuild.read_callers_imports`), with the same `memo` (`ImportsRead`)."""
     importers = [decl for decl in declarations if isinstance(decl, ModuleDecl)]
     built_on = _built_on(declarations)
     named_skipped = _named_files(paths, skipped)
+    if callers:
+        named = {source.location for source, _ in named_skipped}
+        named_skipped += [file for file in callers if file[0].location not in named]
     many = len(named_skipped) > MANY_NAMED_SKIPPED
     if not many:
         importers += _importers_of(named_skipped, config, built_on)
     if not importers and not many:
         return []
-    search = search if search is not None else run_search_path(config, paths)  # a caller's, to ask what it read
-    project = ProjectBeyondRun(config, paths if covered is None else covered, search, project_files,
-                               analysed_declarations)
+    # what the imports ask (each `want` below is idempotent), and the named files a run naming many reads the
+    # callers among: asked the same, a run's second call answers as its first
+    inputs = (frozenset(_asks(importers)), frozenset(built_on),
+              frozenset(source.location for source, _ in named_skipped) if many else None)
+    if memo is not None and memo.answered is not None and memo.answered[0] == inputs:
+        return list(memo.answered[1])
+    if memo is not None and memo.project is not None:
+        search, project = memo.search, memo.project
+    else:
+        search = search if search is not None else run_search_path(config, paths)  # a caller's, to ask what it read
+        project = ProjectBeyondRun(config, paths if covered is None else covered, search, project_files,
+                                   analysed_declarations)
+        if memo is not None:
+            memo.search, memo.project = search, project
 
     stored = sorted({decl.attribute for decl in declarations if isinstance(decl, SelfStore)})
     reads: list[Declaration] = []  # a module read for its declarations may read a stored-only attribute
 
-    declared_before: dict[tuple[bytes, str, bool], list[Declaration]] = {}  # a module read twice is parsed once
+    declared_before = memo.declared if memo is not None else {}  # a module read twice is parsed once
 
     def declare(data: bytes, module: str, is_package: bool) -> list[Declaration]:
         """A module's declarations, from the result cache when it has them (keyed by the bytes read)."""
@@ -363,7 +384,7 @@ def imported_declarations_for(
         store.remember_declarations(key, declared)
         return declared
 
-    held = _HeldBytes(skipped) if skipped else None
+    held = memo.held_of(skipped) if memo is not None else _HeldBytes(skipped) if skipped else None
 
     # what the run declares itself: its relevant files. A named file the byte scan skipped is not among them,
     # though it imports: what it declares is read where another file imports it, as any skipped file's
@@ -376,8 +397,9 @@ def imported_declarations_for(
 
     if many:  # `pre-commit run --all-files`: kvlint is given the project a few thousand files at a time
         relevant = _relevant_beyond_run(project, config, declared_here)
-        if declare_all is not None and store is None:  # parsed side by side, each read as an import below
-            declared_before.update(zip(relevant, declare_all(relevant)))
+        missing = [module for module in relevant if module not in declared_before]  # (asked again: none)
+        if declare_all is not None and store is None and missing:  # parsed side by side, read as imports below
+            declared_before.update(zip(missing, declare_all(missing)))
         beyond = sorted({module for _, module, _ in relevant})
         found = imported(importers, beyond)
         callers = _callers_among(named_skipped, [*declarations, *found], config)
@@ -386,8 +408,42 @@ def imported_declarations_for(
             found = imported(importers, beyond)
     else:
         found = imported(importers)
-    return (found + reads + caller_declarations(declarations, config, paths, search, project)
-            + callee_declarations(declarations, config, project) + attribute_reads(declarations, project))
+    answer = (found + reads + caller_declarations(declarations, config, paths, search, project)
+              + callee_declarations(declarations, config, project) + attribute_reads(declarations, project))
+    if memo is not None:
+        memo.answered = (inputs, answer)
+    return list(answer)
+
+
+def _asks(importers: Iterable[ModuleDecl]) -> Iterator[tuple[str, bool]]:
+    """What the importers ask of the modules they import: (target, whether as a called function)."""
+    for importer in importers:
+        yield from ((target, False) for target in importer.imports)
+        yield from ((target, True) for target in importer.called)
+
+
+@dataclass
+class ImportsRead:
+    """What one run's calls of `imported_declarations_for` share (the whole-tree run asks again with the callers
+    its scan found): the search path and the project beyond the run, made by the first (the project is read
+    once), what each module read declares, by its bytes, name and whether a package (each is parsed once),
+    and the last answer."""
+
+    search: SearchPath | None = None
+    project: ProjectBeyondRun | None = None
+    declared: dict[tuple[bytes, str, bool], list[Declaration]] = field(default_factory=dict)
+    # what the importers asked, the names the classes build on and (naming many) the named skipped files, and
+    # the answer: a call that asks the same (its callers import only what was asked, or were named) is answered
+    # without reading again
+    answered: tuple[tuple[frozenset[tuple[str, bool]], frozenset[str], frozenset[str] | None],
+                    list[Declaration]] | None = None
+    _held: tuple[Sequence[tuple[SourceFile, bytes]], int, _HeldBytes | None] | None = None
+
+    def held_of(self, skipped: Sequence[tuple[SourceFile, bytes]]) -> _HeldBytes | None:
+        """`_HeldBytes` of the skipped files, made once while they are the same (vLLM's: 10 ms)."""
+        if self._held is None or self._held[0] is not skipped or self._held[1] != len(skipped):
+            self._held = (skipped, len(skipped), _HeldBytes(skipped) if skipped else None)
+        return self._held[2]
 
 
 def _named_files(paths: Sequence[Path], skipped: Sequence[tuple[SourceFile, bytes]]) -> list[tuple[SourceFile, bytes]]:

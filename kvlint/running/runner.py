@@ -26,7 +26,7 @@ from kvlint.byte_scan import mentions_any
 from kvlint.findings import Finding
 from kvlint.rules import INTERNAL_ERROR, UNREADABLE
 from kvlint.binding.declarations import Declaration
-from kvlint.binding.module_resolution import declarations_of, imported_declarations_for
+from kvlint.binding.module_resolution import ImportsRead, declarations_of, imported_declarations_for
 from kvlint.binding.tree_index import TreeIndex, caller_names
 from kvlint.running.run_record import FileRow, Record, RunResult, current_key, replay, settled
 from kvlint.running.worker_pool import STILL_READING, WorkerPool, in_worker
@@ -112,14 +112,15 @@ def run(
         given: list[tuple[SourceFile, bytes, Config, tuple[str, ...], int]] = []
         prepared, work = _prepared_work(given, pool.map(  # what a worker holds is analysed there
             _prepare_held, _numbered(relevant, given), on_crash=_prepare_crashed, size=_byte_count))
-        declarations = [entry for p in prepared for entry in p.declarations]
+        own = [entry for p in prepared for entry in p.declarations]
         if cache is not None:
-            declarations += cache.recalled_declarations()
-        if cache is not None:
-            declarations += cache.imported_declarations(declarations, config, paths, skipped)
-        else:
-            declarations += imported_declarations_for(declarations, config, paths, skipped,
-                                                      declare_all=functools.partial(_declare_all, pool, config))
+            own += cache.recalled_declarations()
+        read_imports = functools.partial(  # asked again once the scan has found the callers: one search, one memo
+            imported_declarations_for, own, config, paths, skipped, memo=ImportsRead(),
+            declare_all=functools.partial(_declare_all, pool, config),
+        )
+        imported = cache.imported_declarations(own, config, paths, skipped) if cache is not None else read_imports()
+        declarations = own + imported
         texts = [p.text for p in prepared]
         if cache is not None:
             prepared_texts = texts
@@ -133,6 +134,8 @@ def run(
         reports: list[FileReport] = []
         if cache is not None:  # the index first, as the callers' cached reports are picked with it
             build.scan_all()
+            build.read_callers_imports(own, imported, functools.partial(cache.imported_with_callers, own, config,
+                                                                        paths, skipped))
             index = build.final()[0]
             callers: list[tuple[SourceFile, bytes, Config, tuple[str, ...], int]] = []
             caller_work = list(cache.unknown([(f, d, config, extra_names) for f, d in build.callers]))
@@ -146,7 +149,11 @@ def run(
         def task(item: _Analysis | object) -> object:  # an item, or STILL_READING as it is
             return (item, config, extra_names, suppress, fixes, sites) if isinstance(item, _Analysis) else item
 
-        tasks = [task(w) for w in work] if cache is not None else map(task, _then_callers(work, build, extra_names))
+        def read_callers_imports() -> None:  # what the callers import, read while the workers analyse
+            build.read_callers_imports(own, imported, lambda callers: read_imports(callers=callers))
+
+        tasks = [task(w) for w in work] if cache is not None else map(
+            task, _then_callers(work, build, extra_names, read_callers_imports))
         # the index goes to each worker once (vLLM's is 0.3 MB), not with each file; every worker works while
         # this process scans the skipped files: with one fewer, the other analysed its own files alone until
         # the scan ended, and then took a share of the first's, which it had to prepare again
@@ -213,9 +220,11 @@ class _Listing:
         self.found.extend(self.files)
 
 
-def _then_callers(work: list[_Analysis], build: IndexBuild, extra_names: tuple[str, ...]) -> Iterator[object]:
+def _then_callers(work: list[_Analysis], build: IndexBuild, extra_names: tuple[str, ...],
+                  then: Callable[[], None]) -> Iterator[object]:
     """The files to analyse, then (while workers analyse them) the skipped files' scan, a step at a time, then
-    the callers it found, each prepared where it is analysed; `work` gets them too."""
+    the callers it found, each prepared where it is analysed; `work` gets them too. `then` runs last, while
+    the workers analyse what they were given."""
     yield from work
     for _ in build.scan_skipped():
         yield STILL_READING
@@ -223,6 +232,7 @@ def _then_callers(work: list[_Analysis], build: IndexBuild, extra_names: tuple[s
         caller = _Analysis(source.display_path, len(data), unprepared=(source, data, extra_names))
         work.append(caller)
         yield caller
+    then()
 
 
 @dataclass
@@ -344,6 +354,7 @@ class _RunCache:
         self.externals: list[tuple[str, list[int] | None]] = []
         self.imports: tuple[str, list[object]] | None = None
         self.search: SearchPath | None = None
+        self.searched_for_callers: SearchPath | None = None  # the second reading's (`imported_with_callers`)
 
     @classmethod
     def open(cls, directory: Path, config: Config, everything: bool, paths: Sequence[Path],
@@ -456,6 +467,23 @@ class _RunCache:
         self.imports = (fingerprint, [d.to_json() for d in found])
         return found
 
+    def imported_with_callers(self, declarations: list[Declaration], config: Config, paths: Sequence[Path],
+                              skipped: list[tuple[SourceFile, bytes | _Unread]],
+                              callers: list[tuple[SourceFile, bytes]]) -> list[Declaration]:
+        """`imported_declarations_for` given the callers the scan found too (`IndexBuild.read_callers_imports`):
+        not kept in the record, whose answer is what was read without them; what it consults is noted, so
+        that the record replays only while that is unchanged too."""
+        from kvlint.binding.search_path import run_search_path
+
+        named = {os.path.abspath(path) for path in paths}
+        named_skipped = [(source, _bytes(data)) for source, data in skipped
+                         if os.path.abspath(source.location) in named]
+        search = run_search_path(config, paths)
+        found = imported_declarations_for(declarations, config, paths, named_skipped, self.store, search,
+                                          callers=callers)
+        self.searched_for_callers = search
+        return found
+
     def reports_for(self, index_key: str) -> tuple[list[FileReport], list[_Analysis]]:
         """The recalled files' reports made with this tree index, and the others to analyse again."""
         self.index_key = index_key
@@ -500,6 +528,12 @@ class _RunCache:
             found, directories = self.search.consulted()
             self.externals = [(os.fspath(path), current_key(os.fspath(path))) for path in found]
             self.externals += [(directory, current_key(directory)) for directory in directories]
+        if self.searched_for_callers is not None:
+            found, directories = self.searched_for_callers.consulted()
+            known = {path for path, _ in self.externals}
+            for consulted in dict.fromkeys([*map(os.fspath, found), *directories]):
+                if consulted not in known:
+                    self.externals.append((consulted, current_key(consulted)))
         import secrets
 
         record = Record(
@@ -639,9 +673,10 @@ def index_tree(paths: Sequence[Path], config: Config) -> tuple[TreeIndex, frozen
     for entry, data in candidates:  # one byte scan per file
         (relevant if mentions_any(data, names) else skipped).append((entry, data))
     prepared = [_prepare((entry, data, config, ())) for entry, data in relevant]
-    entries = [entry for p in prepared for entry in p.declarations]
-    entries += imported_declarations_for(entries, config, paths, skipped)
-    index = build_index(entries, skipped, config, [p.text for p in prepared])[0]
+    own = [entry for p in prepared for entry in p.declarations]
+    read_imports = functools.partial(imported_declarations_for, own, config, paths, skipped,
+                                     memo=ImportsRead())
+    index = build_index(own, skipped, config, [p.text for p in prepared], read_imports)[0]
     return index, frozenset(os.path.abspath(entry.location) for entry, _ in candidates)
 
 
@@ -670,13 +705,17 @@ def _read(
 
 
 def build_index(
-    entries: list[Declaration], skipped: list[tuple[SourceFile, bytes]], config: Config,
-    relevant_texts: Sequence[str] = (),
+    own: list[Declaration], skipped: list[tuple[SourceFile, bytes]], config: Config,
+    relevant_texts: Sequence[str] = (), read_imports: Callable[..., list[Declaration]] | None = None,
 ) -> tuple[TreeIndex, list[tuple[SourceFile, bytes]]]:
-    """The tree index of the relevant files' declarations, and the skipped files that call what it
-    declares Optional (`IndexBuild`, all at once)."""
-    build = IndexBuild(entries, skipped, config, relevant_texts)
+    """The tree index of the relevant files' declarations (`own`) and what their imports reach
+    (`read_imports()`, `imported_declarations_for` but for its `callers`), and the skipped files that call what
+    it declares Optional (`IndexBuild`, all at once): their imports are read too (`read_callers_imports`)."""
+    imported = read_imports() if read_imports is not None else []
+    build = IndexBuild([*own, *imported], skipped, config, relevant_texts)
     build.scan_all()
+    if read_imports is not None:
+        build.read_callers_imports(own, imported, lambda callers: read_imports(callers=callers))
     return build.final()[0], build.callers
 
 
@@ -718,6 +757,7 @@ class IndexBuild:
         self.facts: dict[str, tuple[bool, list[str]]] = {}  # display path -> (a caller, the unseen names it holds)
         self.wanted: tuple[str, ...] = ()
         self.unseen_asked: list[str] = []
+        self.imported_again = False  # the callers' imports changed what the run's imports declare
 
     def scan_skipped(self) -> Iterator[None]:
         """Read the skipped files for callers and for the path-only callees' names, yielding between steps."""
@@ -755,15 +795,29 @@ class IndexBuild:
         for _ in self.scan_skipped():
             pass
 
+    def read_callers_imports(self, own: Sequence[Declaration], imported: Sequence[Declaration],
+                             read_again: Callable[[list[tuple[SourceFile, bytes]]], list[Declaration]]) -> None:
+        """Once the scan has found the callers: what the run's imports declare read again with the callers'
+        imports too (`read_again`, `imported_declarations_for` given them), as a run naming the caller reads
+        them (`kvlint check caller.py` sees the `NoReturn` helper the caller imports). Where that differs
+        from `imported`, what was read without them, the index is built anew from `own` and it (`final`).
+        Nothing is read when the scan found no caller."""
+        if not self.callers:
+            return
+        again = read_again([(source, _bytes(data)) for source, data in self.callers])
+        if again != list(imported):
+            self.entries = [*own, *again]
+            self.imported_again = True
+
     def final(self) -> tuple[TreeIndex, bool]:
         """The index with what the skipped files showed, and whether it differs from the provisional one
         (then a file analysed with that must be analysed again)."""
-        if not self.named_elsewhere:
+        if not self.named_elsewhere and not self.imported_again:
             return self.provisional, False
         index = TreeIndex(self.entries, self.config.payload_classes)
         index.settle_connector_callees(self.path_only, self.named_elsewhere)
         index.settle_unread_attributes(self.only_stored, self.named_elsewhere)
-        changed = (index.connector_callees != self.provisional.connector_callees
+        changed = (self.imported_again or index.connector_callees != self.provisional.connector_callees
                    or index.unread_attributes != self.provisional.unread_attributes)
         return (index if changed else self.provisional), changed
 

@@ -30,7 +30,7 @@ from kvlint.running.discovery import (
 )
 from kvlint.engine import PreparedFile, prepare_source
 from kvlint.source import module_name_for
-from kvlint.binding.module_resolution import imported_declarations_for
+from kvlint.binding.module_resolution import ImportsRead, imported_declarations_for
 from kvlint.running.runner import build_index
 from kvlint.binding.tree_index import TreeIndex, caller_names
 from kvlint.binding.words import word_mentions
@@ -76,9 +76,10 @@ def tree_index(files: Iterable[IndexedFile], config: Config, root: Path | None =
     declarations = [entry for file in files if file.scanned for entry in file.declarations]
     skipped = [(SourceFile(os.fspath(file.path), str(file.path)), file.data) for file in files if not file.scanned]
     texts = [file.text for file in files if file.scanned]
-    declarations += imported_declarations_for(declarations, config, [file.path for file in files if file.scanned],
-                                              covered=[root] if root is not None else None)
-    return build_index(declarations, skipped, config, texts)[0]
+    paths = [file.path for file in files if file.scanned]
+    read_imports = functools.partial(imported_declarations_for, declarations, config, paths, memo=ImportsRead(),
+                                     covered=[root] if root is not None else None)
+    return build_index(declarations, skipped, config, texts, read_imports)[0]
 
 
 def index_key(index: TreeIndex | None) -> object:
