@@ -329,6 +329,13 @@ def _bytes(data: bytes | _Unread) -> bytes:
     return data.read() if isinstance(data, _Unread) else data
 
 
+def _named_skipped(paths: Sequence[Path], skipped: list[tuple[SourceFile, bytes | _Unread]],
+                   ) -> list[tuple[SourceFile, bytes | _Unread]]:
+    """The skipped files the command line names (what a cached run's reading of the imports is asked for)."""
+    named = {os.path.abspath(path) for path in paths}
+    return [(source, data) for source, data in skipped if os.path.abspath(source.location) in named]
+
+
 def _size(data: bytes | _Unread) -> int:
     return data.row.key[2] if isinstance(data, _Unread) else len(data)
 
@@ -440,8 +447,7 @@ class _RunCache:
         from kvlint.binding.declarations import declaration_from_json
         from kvlint.binding.search_path import run_search_path
 
-        named = {os.path.abspath(path) for path in paths}
-        named_skipped = [(source, data) for source, data in skipped if os.path.abspath(source.location) in named]
+        named_skipped = _named_skipped(paths, skipped)
         facts = [[d.to_json() for d in declarations], [self.digest(s, d) for s, d in named_skipped],
                  [os.path.abspath(path) for path in paths]]
         fingerprint = hashlib.sha256(json.dumps(facts, default=repr).encode()).hexdigest()
@@ -475,9 +481,7 @@ class _RunCache:
         that the record replays only while that is unchanged too."""
         from kvlint.binding.search_path import run_search_path
 
-        named = {os.path.abspath(path) for path in paths}
-        named_skipped = [(source, _bytes(data)) for source, data in skipped
-                         if os.path.abspath(source.location) in named]
+        named_skipped = [(source, _bytes(data)) for source, data in _named_skipped(paths, skipped)]
         search = run_search_path(config, paths)
         found = imported_declarations_for(declarations, config, paths, named_skipped, self.store, search,
                                           callers=callers)
