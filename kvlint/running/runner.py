@@ -150,7 +150,7 @@ def run(
             return (item, config, extra_names, suppress, fixes, sites) if isinstance(item, _Analysis) else item
 
         def read_callers_imports() -> None:  # what the callers import, read while the workers analyse
-            build.read_callers_imports(own, imported, lambda callers: read_imports(callers=callers))
+            build.read_callers_imports(own, imported, read_imports)
 
         tasks = [task(w) for w in work] if cache is not None else map(
             task, _then_callers(work, build, extra_names, read_callers_imports))
@@ -474,7 +474,7 @@ class _RunCache:
         return found
 
     def imported_with_callers(self, declarations: list[Declaration], config: Config, paths: Sequence[Path],
-                              skipped: list[tuple[SourceFile, bytes | _Unread]],
+                              skipped: list[tuple[SourceFile, bytes | _Unread]], *,
                               callers: list[tuple[SourceFile, bytes]]) -> list[Declaration]:
         """`imported_declarations_for` given the callers the scan found too (`IndexBuild.read_callers_imports`):
         not kept in the record, whose answer is what was read without them; what it consults is noted, so
@@ -719,7 +719,7 @@ def build_index(
     build = IndexBuild([*own, *imported], skipped, config, relevant_texts)
     build.scan_all()
     if read_imports is not None:
-        build.read_callers_imports(own, imported, lambda callers: read_imports(callers=callers))
+        build.read_callers_imports(own, imported, read_imports)
     return build.final()[0], build.callers
 
 
@@ -800,15 +800,15 @@ class IndexBuild:
             pass
 
     def read_callers_imports(self, own: Sequence[Declaration], imported: Sequence[Declaration],
-                             read_again: Callable[[list[tuple[SourceFile, bytes]]], list[Declaration]]) -> None:
+                             read_imports: Callable[..., list[Declaration]]) -> None:
         """Once the scan has found the callers: what the run's imports declare read again with the callers'
-        imports too (`read_again`, `imported_declarations_for` given them), as a run naming the caller reads
+        imports too (`read_imports(callers=...)`, the reading that gave `imported`), as a run naming the caller reads
         them (`kvlint check caller.py` sees the `NoReturn` helper the caller imports). Where that differs
         from `imported`, what was read without them, the index is built anew from `own` and it (`final`).
         Nothing is read when the scan found no caller."""
         if not self.callers:
             return
-        again = read_again([(source, _bytes(data)) for source, data in self.callers])
+        again = read_imports(callers=[(source, _bytes(data)) for source, data in self.callers])
         if again != list(imported):
             self.entries = [*own, *again]
             self.imported_again = True
